@@ -13,7 +13,7 @@ that express the step's bytes, kernels and dispatched ops as sums of dimension f
                      (+ MoE: T*k*h, T*k*Ie, T*E)
                      (+ LoRA: T*r, R)
                      (+ MoE under amp: Pc, the parameters autocast casts: P less the routed experts')
-  the rest:          T*h, T*q, T*kv, T*I, T*V, V*h, Pos*h, s*d, T*s, T, 1  (the first layer's differences:
+  the rest:          T*h, T*q, T*kv, T*I, T*V, V*h, Pos*h, sPos*h, s*d, T*s, T, 1  (the first layer's differences:
                      with a frozen base its input needs no gradient)
 
 T tokens of the micro-batch, Pos the learned positions (GPT-2's n_positions, else 0), h hidden, q = heads x head_dim, kv = kv_heads x head_dim, I the MLP
@@ -69,9 +69,10 @@ norms), the weights autocast casts to bf16 each forward. The experts stay fp32 (
 tokens to them instead, integrations/moe.py@5.17.0 L332), so P alone cannot carry the cast: without Pc the
 amp solve traded P against T*E and the sequence terms (residual 8.6%, bytes below bf16's from s ~7k). For a
 dense layer Pc = P (collinear), so dense profiles keep P alone and are unchanged."""
-REST_FEATURES = ("T*h", "T*q", "T*kv", "T*I", "T*V", "V*h", "Pos*h", "s*d", "T*s", "T", "1")
+REST_FEATURES = ("T*h", "T*q", "T*kv", "T*I", "T*V", "V*h", "Pos*h", "sPos*h", "s*d", "T*s", "T", "1")
 """Pos*h: a learned position table's parameters (GPT-2's wpe, n_positions x n_embd): its gradient and AdamW
-update; 0 for the rotary and ALiBi families."""
+update; sPos*h: the s x h position rows a micro-batch looks up and adds, broadcast over its sequences (GPT-2's
+``wpe(position_ids)`` of shape (1, s, h), modeling_gpt2.py@5.17.0); both 0 for the rotary and ALiBi families."""
 # Small variants: (hidden, heads, kv_heads, head_dim, intermediate, seq, batch, vocab, experts, top_k, rank)
 
 
@@ -146,7 +147,8 @@ def features(cfg: dict, v: tuple, layer_params: float, adapter_params: float) ->
                       "Pc": layer_params - experts * 3 * h * expert_width})  # gate_up (E, 2Ie, h) + down (E, h, Ie)
     layer.update({"T*r": t * rank, "R": adapter_params})
     rest = {"T*h": t * h, "T*q": layer["T*q"], "T*kv": layer["T*kv"], "T*I": layer["T*I"], "T*V": t * cfg["vocab_size"], "V*h": cfg["vocab_size"] * h,
-            "Pos*h": (cfg["n_positions"] if cfg.get("model_type") in LEARNED_POSITION_FAMILIES else 0) * h, "s*d": seq * d, "T*s": t * seq,
+            "Pos*h": (cfg["n_positions"] if cfg.get("model_type") in LEARNED_POSITION_FAMILIES else 0) * h,
+            "sPos*h": (seq if cfg.get("model_type") in LEARNED_POSITION_FAMILIES else 0) * h, "s*d": seq * d, "T*s": t * seq,
             "T": t, "1": 1.0}
     return layer, rest
 

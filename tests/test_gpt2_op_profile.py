@@ -122,3 +122,13 @@ def test_gpt_bigcode_layer_forward_bytes(setting, h_bytes):
 def test_santacoder_reads_its_own_profile():
     ops = eager_ops_for("gpt_bigcode", "amp", "full", "flash")
     assert "llama's used" not in (ops.note or "")
+
+
+@pytest.mark.parametrize("family", ["gpt2", "gpt_bigcode"])
+@pytest.mark.parametrize("setting,element", [("bf16", 2.0), ("amp", 4.0)])
+def test_position_rows_read_once_a_micro_batch(family, setting, element):
+    """``wpe(position_ids)`` looks up (1, s, h): the table's s rows read and written once, then read again by the
+    broadcast add into the token embeddings, whatever the micro-batch (sPos*h, 3 accesses an element: 6 B bf16,
+    12 B for amp's fp32 table). Tolerance 0.05 B: the solve's residual."""
+    rest = family_profiles(family)[setting].counts["rest"]["forward.memory"]["bytes"]
+    assert rest["sPos*h"] == pytest.approx(3 * element, abs=0.05)

@@ -6,7 +6,8 @@ shapes, solved per phase (forward, backward, optimizer) and op class for the coe
 
   per decoder layer   T*h, T*q, T*kv, T*I, T*d, s*d, T*s, T*heads*s, T, P, 1
                       (MoE: T*k*h, T*k*Ie, T*E; LoRA: T*r, R; MoE under amp: Pc)
-  the rest            T*h, T*q, T*kv, T*I, T*V, V*h, Pos*h, s*d, T*s, T, 1 (Pos: learned positions)
+  the rest            T*h, T*q, T*kv, T*I, T*V, V*h, Pos*h, sPos*h, s*d, T*s, T, 1 (Pos: learned positions;
+                      sPos*h: their s x h rows a micro-batch reads, broadcast over its sequences)
 
 for three quantities: bytes the memory-bound kernels move, kernels launched, and ATen ops
 dispatched (host work, core.time.host; 'view' ops launch no kernel). T = tokens of the micro-batch, h hidden,
@@ -150,4 +151,5 @@ def rest_features(spec: ModelSpec, tokens, seq_len) -> dict:
     a, h, t = spec.attention, spec.hidden_size, tokens
     return {"T*h": t * h, "T*q": t * a.num_heads * a.qk_head_dim, "T*kv": t * a.num_kv_heads * a.qk_head_dim,
             "T*I": t * spec.mlp.intermediate_size, "T*V": t * spec.vocab_size, "V*h": spec.vocab_size * h,
-            "Pos*h": spec.learned_positions * h, "s*d": seq_len * a.qk_head_dim, "T*s": t * seq_len, "T": t, "1": 1.0}
+            "Pos*h": spec.learned_positions * h,
+            "sPos*h": seq_len * h if spec.learned_positions else 0, "s*d": seq_len * a.qk_head_dim, "T*s": t * seq_len, "T": t, "1": 1.0}
