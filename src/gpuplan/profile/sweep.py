@@ -124,6 +124,8 @@ def run_sweep(base: TrialSettings, out_dir: str | Path, budget_s: float = DEFAUL
         try:
             data = run_trial(settings, path)
         except InputError as exc:  # the estimate says it does not fit: not tried
+            if exc.field == "peak_tflops":  # the user's --peak-tflops, below what a run computed (trial.
+                raise  # _check_given_peak): wrong for every run, so the sweep's one-line refusal (wave 19)
             results.append(SweepRun(label, settings, "skipped", str(exc)))
             continue
         except Exception as exc:  # noqa: BLE001 - an OOM or a failure of this run ends the sweep
