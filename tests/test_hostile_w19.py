@@ -13,16 +13,27 @@ plan files, the web app's TestClient and the Python API before these tests were 
   missing folder), `validate --out`, `report --sections / --out / --markdown`, `catalog --filter`;
 - plan files with YAML dates, octal / hex / binary numbers, .inf / .nan, lists and mappings where names go, a ramp as
   pairs; web bodies with the same (and paths named by model, draft_model, calibration);
-- every pair of 50-80 valid-alone options of `train --mfu predicted` (2,816 pairs, mixtral-8x7b on 64 H100s),
-  `memory` (1,739) and `infer` (1,368), each answer's JSON read for a NaN, an inf, a negative count or an MFU > 1.
+- every pair of 50-80 valid-alone options of `train --mfu predicted` (2,816 pairs, mixtral-8x7b on 64 H100s; 1,871
+  more under deepspeed / megatron with --partition-activations and --tp-comm-dtype fp32), `plan --explain` (1,628),
+  `memory` (1,739) and `infer` (1,368), and each infer option under --rps sizing (with and without --disaggregate),
+  each answer's JSON read for a NaN, an inf, a negative count, an MFU > 1 or a value outside its own range;
+- model config.json files with hidden 1, vocab 1, 10,000 layers, head_dim 3, NaN rope_theta, bad rope_scaling, MoE
+  top-k past the experts, bad quantization_config groups; calibration documents and table logs at their bounds.
 
-No traceback, hang or multi-line refusal. Found, each fixed where every door passes (jobs/calibrated_plan.py):
+No traceback or hang. Found, each fixed where every door passes:
 
 (1) a calibration document whose time factors are within the loader's 0.001-1000 bounds (calibrate.model.MAX_RATIO)
-    but faster than the GPU: `train --mfu predicted` answered llama-3-8b on 8 H200s at 32,849% MFU (GPU-days 3.67,
+    but faster than the GPU (jobs/calibrated_plan.py, as (2)): `train --mfu predicted` answered llama-3-8b on 8 H200s at 32,849% MFU (GPU-days 3.67,
     its band inverted: '3.84 - 1,204'), exit 0, and `plan` refused it naming --step-time, which nobody gave;
 (2) a calibration memory_overhead of -1e12 bytes (within its +-1 TiB bound): `memory` answered -858.09 GiB needed,
-    991 GiB of headroom on a 140 GiB part, 'fits: yes'; `train` and `plan` chose a layout on -125.70 GiB.
+    991 GiB of headroom on a 140 GiB part, 'fits: yes'; `train` and `plan` chose a layout on -125.70 GiB;
+(3) a checkpoint's GPTQ / AWQ group_size that does not tile its layers (7, or 8,192 on a 4,096 input) was answered,
+    though `--group-size 7` is refused for it (jobs/inference/resolve.py);
+(4) the web's ?filter= refused 101-256 characters the CLI answers, in pydantic's words (web/routes.py);
+(5) `profile --peak-tflops` below what the run computed printed MFU 6,903.5% and wrote it (profile/trial.py); a sweep
+    went on through every run, exit 0 (profile/sweep.py); a CPU trial's refusal came with a torch UserWarning line
+    (profile/_trial_runtime.py);
+(6) on a TPU, --loss te-ce, --finetune qlora and --offload-layers were answered under generic (schema/tpu_rules.py).
 """
 
 import json
