@@ -150,8 +150,22 @@ def _shares(C: list[float], A: list[float]) -> str:
 # ---------------------------------------------------------------------------------------------
 # memory
 
+def _states_bytes(memory) -> float:
+    """The model states (weights, gradients, master weights, optimizer states) the flags put on the worst GPU at
+    the start of backward: the prediction less its activations, the fixed part the fit below subtracts."""
+    return memory.backward_start - memory.activations
+
+
 def _fit_memory(rows: list[_Row]) -> dict[str, Factor]:
-    used = [r for r in rows if r.memory is not None]
+    peaked = [r for r in rows if r.memory is not None]
+    used = [r for r in peaked if r.m.peak_memory_bytes >= _states_bytes(r.memory)]
+    if peaked and not used:  # a peak below the states the flags imply was measured on another layout: the same bound
+        worst = peaked[0]   # jobs.calibrated_plan.check_calibrated_memory refuses a calibrated answer past (H1 w19)
+        reason = (f"the measured peak ({worst.m.peak_memory_bytes / 2**30:.2f} GiB, {worst.m.source}) is below the "
+                  f"{_states_bytes(worst.memory) / 2**30:.2f} GiB of model states the flags put on a GPU as gpuplan "
+                  "counts them: the run's layout or sharding is not the one described (tensor / pipeline / expert "
+                  "parallelism, ZeRO stage, recipe): memory not calibrated")
+        return {k: default_factor(k, reason) for k in ("activation_memory", "memory_overhead")}
     if not used:
         return {k: default_factor(k, "no measurement with a memory peak")
                 for k in ("activation_memory", "memory_overhead")}
@@ -183,6 +197,9 @@ def _fit_memory(rows: list[_Row]) -> dict[str, Factor]:
     kinds = sorted({r.m.memory_kind or "?" for r in used})
     note = f"memory kind: {', '.join(kinds)}" + ("; 'reserved' includes the allocator's cache"
                                                  if "reserved" in kinds else "")
+    dropped = [r.m.source for r in peaked if r not in used]
+    if dropped:
+        note += f"; not used: {', '.join(dropped)} (a peak below the model states its flags put on a GPU)"
     activation = _factor("activation_memory", result, "a", sources, note) if "a" in result.values else \
         default_factor("activation_memory", "no measured peak at the start of backward, or no spread in "
                        "activation size with a fixed overhead to separate")
