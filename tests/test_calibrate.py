@@ -146,12 +146,18 @@ def test_one_memory_peak_goes_to_the_activation_factor():
 
 
 def test_a_peak_below_the_model_states_is_not_fitted():
-    """A measured peak below the model states its flags put on a GPU (MemoryParts.backward_start - activations) was
-    measured on another layout: that peak is left out of the memory fit (named in the factor's note), and with no
-    other peak memory stays uncalibrated, as jobs/calibrated_plan refuses a calibrated answer past that bound."""
+    """A measured peak below the model states its flags put on a GPU (weights, gradients, master weights, optimizer
+    states: MemoryParts.states, the bound jobs/calibrated_plan refuses a calibrated answer past) was measured on
+    another layout: that peak is left out of the memory fit (named in the factor's note), and with no other peak
+    memory stays uncalibrated."""
+    from gpuplan.core.memory import training as M
+
     a, c = 1.1, 1.0 * GiB
     good = [_with_memory(_m(4096, micro_batch=b), a, c) for b in (1, 2)]
-    states = (lambda p: p.backward_start - p.activations)(P.memory_parts(P.case_of(_m(2048))))
+    case = P.case_of(_m(2048))
+    peak = M.peak_memory(case.spec, case.layout, case.memory)
+    states = P.memory_parts(case).states
+    assert states == peak.weights + peak.grads + peak.master + peak.optimizer < peak.allocated
     bad = replace(_m(2048), source="other-layout", peak_memory_bytes=0.9 * states, memory_kind="allocated")
     cal = fit_calibration(good + [bad])
     assert cal.activation_memory.value == pytest.approx(a, rel=1e-9)  # the two good peaks alone, exactly

@@ -150,19 +150,13 @@ def _shares(C: list[float], A: list[float]) -> str:
 # ---------------------------------------------------------------------------------------------
 # memory
 
-def _states_bytes(memory) -> float:
-    """The model states (weights, gradients, master weights, optimizer states) the flags put on the worst GPU at
-    the start of backward: the prediction less its activations, the fixed part the fit below subtracts."""
-    return memory.backward_start - memory.activations
-
-
 def _fit_memory(rows: list[_Row]) -> dict[str, Factor]:
     peaked = [r for r in rows if r.memory is not None]
-    used = [r for r in peaked if r.m.peak_memory_bytes >= _states_bytes(r.memory)]
-    if peaked and not used:  # a peak below the states the flags imply was measured on another layout: the same bound
-        worst = peaked[0]   # jobs.calibrated_plan.check_calibrated_memory refuses a calibrated answer past (H1 w19)
+    used = [r for r in peaked if r.m.peak_memory_bytes >= r.memory.states]
+    if peaked and not used:  # a peak below the model states the flags imply was measured on another layout: the bound
+        worst = min(peaked, key=lambda r: r.m.peak_memory_bytes / r.memory.states)  # jobs.calibrated_plan holds too
         reason = (f"the measured peak ({worst.m.peak_memory_bytes / 2**30:.2f} GiB, {worst.m.source}) is below the "
-                  f"{_states_bytes(worst.memory) / 2**30:.2f} GiB of model states the flags put on a GPU as gpuplan "
+                  f"{worst.memory.states / 2**30:.2f} GiB of model states the flags put on a GPU as gpuplan "
                   "counts them: the run's layout or sharding is not the one described (tensor / pipeline / expert "
                   "parallelism, ZeRO stage, recipe): memory not calibrated")
         return {k: default_factor(k, reason) for k in ("activation_memory", "memory_overhead")}

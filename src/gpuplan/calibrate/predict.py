@@ -24,6 +24,7 @@ from gpuplan.core.parallel import ParallelLayout, check_layout
 from gpuplan.planner.framework_rules import rules_for
 from gpuplan.core.comm.topology import Cluster, cluster_for
 from gpuplan.errors import InputError
+from gpuplan.jobs.calibrated_plan import model_states_bytes
 
 CPU_ID = "cpu"
 
@@ -64,6 +65,9 @@ class MemoryParts:
     optimizer_step: float
     activations: float
     """Activation-like bytes at the start of backward (micro-batch x growth per sequence)."""
+    states: float = 0.0
+    """Weights, gradients, master weights and optimizer states at the peak (jobs.calibrated_plan.model_states_bytes):
+    no allocated peak of the layout goes below them."""
 
     def peak(self, activation_factor: float = 1.0, overhead: float = 0.0) -> float:
         backward = self.backward_start + (activation_factor - 1.0) * self.activations
@@ -220,7 +224,8 @@ def step_parts(case: Case, settings: S.StepSettings | None = None, cluster: Clus
 def memory_parts(case: Case) -> MemoryParts:
     peak = M.peak_memory(case.spec, case.layout, case.memory)
     per_sequence = activation_bytes_per_sample(case.spec, case.layout, case.memory)
-    return MemoryParts(peak.backward_start_total, peak.optimizer_step_total, per_sequence * case.layout.micro_batch)
+    return MemoryParts(peak.backward_start_total, peak.optimizer_step_total, per_sequence * case.layout.micro_batch,
+                       model_states_bytes(peak))
 
 
 def gemm_dimension(case: Case) -> float:

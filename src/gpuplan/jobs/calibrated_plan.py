@@ -46,6 +46,13 @@ def check_calibrated_mfu(cal, mfu: float, layout: str, gpus: int, gpu, dtype: st
                      "GPU) computes the model's FLOPs; " + REFIT)
 
 
+def model_states_bytes(memory) -> float:
+    """Weights, gradients, master weights and optimizer states a GPU holds at its peak (a core.memory.training.
+    MemoryBreakdown, bytes): the floor no measured or calibrated allocated peak of that layout can go below (also
+    calibrate.fit's bound on a measured peak)."""
+    return memory.weights + memory.grads + memory.master + memory.optimizer
+
+
 def check_calibrated_memory(cal, memory, layout: str, gpu) -> None:
     """InputError naming ``calibration`` where ``cal``'s memory_overhead takes ``memory``'s allocated peak (a
     core.memory.training.MemoryBreakdown, calibrated) below the model states it holds on ``layout`` (its text) on
@@ -53,7 +60,7 @@ def check_calibrated_memory(cal, memory, layout: str, gpu) -> None:
     device_memory.Overheads.fixed_bytes)."""
     if cal is None or gpu.runs_xla:
         return
-    states = memory.weights + memory.grads + memory.master + memory.optimizer
+    states = model_states_bytes(memory)
     overhead = cal.memory_overhead.value
     if memory.allocated + overhead >= states:
         return
