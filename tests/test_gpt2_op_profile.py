@@ -85,12 +85,21 @@ def test_census_dropout_is_cudas_fused_kernel(attention, dropouts):
         assert ("forward", "bmm") not in layer
 
 
-def test_census_amp_casts_gelu_up_as_cuda_does():
-    """Under amp, pow's bf16 input is cast to fp32 (one _to_copy more per layer than the CPU's lists give)."""
+def test_census_amp_casts_gelu_up_as_cuda_does(monkeypatch):
+    """Under amp a GPT-2 layer's forward casts 12 tensors (torch.autocast on CUDA): the four linears' weights and
+    biases (8), the bf16 inputs of c_attn and c_fc (the fp32 residual stream's LayerNorm outputs: 2), pow's upcast
+    of the bf16 c_fc output (AT_FORALL_FP32) and c_proj's cast of the fp32 gelu output back to bf16 (2). Without the
+    CUDA policy (CPU autocast's own lists) the last two are not dispatched: 10."""
+    import contextlib
+
+    import gpuplan.profile.cuda_dispatch as cuda_dispatch
+
     layer, _ = _tiny_gpt2(precision="fp32-autocast")
-    pow_ops = layer[("forward", "pow")]
-    assert pow_ops == 1
-    assert layer[("forward", "_to_copy")] >= 3  # c_attn's and c_fc's input casts, pow's upcast, c_proj's cast
+    assert layer[("forward", "pow")] == 1
+    assert layer[("forward", "_to_copy")] == 12
+    monkeypatch.setattr(cuda_dispatch, "cuda_autocast_policy", lambda torch: contextlib.nullcontext())
+    cpu_lists, _ = _tiny_gpt2(precision="fp32-autocast")
+    assert cpu_lists[("forward", "_to_copy")] == 10
 
 
 def test_cuda_autocast_policy_applies_inside_and_restores():

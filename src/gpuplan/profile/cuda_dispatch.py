@@ -14,13 +14,19 @@ Three differences matter to a decoder LM's step:
 - **Autocast's fp32 list.** CUDA autocast runs the ops of ``AT_FORALL_FP32`` in fp32 (bf16 inputs cast up,
   an fp32 output) and gives those of ``AT_FORALL_FP32_SET_OPT_DTYPE`` an fp32 ``dtype`` (torch
   aten/src/ATen/autocast_mode.h, read at torch 2.13.0; registered for AutocastCUDA in autocast_mode.cpp);
-  CPU autocast's lists do not hold them (its fp32 list is mostly losses and linear algebra), so on the CPU
-  ``pow`` of a bf16 tensor stays bf16. GPT-2's ``gelu_new`` (``pow(x, 3)`` of the bf16 ``c_fc`` output) then
+  CPU autocast's lists hold only some of them (its fp32 list has the losses, ``prod``, ``cdist``: those are
+  overridden with the same policy), not the elementwise math, the norms or the softmaxes, so on the CPU ``pow``
+  of a bf16 tensor stays bf16. Only these two policies are mirrored: CUDA's promote list (addcmul, index_put,
+  scatter_add, ...) and its extra low-precision ops (einsum, mv, addmv, ...) are not, none of them on a decoder
+  LM's path in the profiled families. GPT-2's ``gelu_new`` (``pow(x, 3)`` of the bf16 ``c_fc`` output) then
   runs in fp32 on CUDA, every op after the ``pow`` too, by type promotion.
 
 Models without dropout (p = 0: the Llama, Qwen and Pythia configurations) dispatch the same ops with and
 without the first two; the third changes only ops on bf16 tensors under amp (transformers' norms and
-softmaxes mostly upcast by hand already). torch is imported by the caller and passed in.
+softmaxes mostly upcast by hand already). torch is imported by the caller and passed in; the module leans on
+torch's private ``Library._destroy``, ``_ExcludeDispatchKeyGuard`` and ``OpOverload._schema``, read at torch 2.13.0
+(tests/test_gpt2_op_profile.py checks the policy applies and is removed). The patches are process-wide while a
+census runs: one census at a time in a process.
 """
 
 from __future__ import annotations
@@ -40,7 +46,7 @@ CUDA_AUTOCAST_FP32 = (
 """torch 2.13.0 aten/src/ATen/autocast_mode.h AT_FORALL_FP32 (the norms' and upsampling overloads a decoder LM
 does not call are left out): CUDA autocast casts their floating inputs to fp32 (CastPolicy::fp32)."""
 CUDA_AUTOCAST_FP32_SET_OPT_DTYPE = (
-    "prod.dim_int", "softmax.int", "log_softmax.int", "cumprod", "cumsum", "sum", "sum.dim_IntList",
+    "prod", "prod.dim_int", "softmax.int", "log_softmax.int", "cumprod", "cumsum", "sum", "sum.dim_IntList",
 )
 """torch 2.13.0 aten/src/ATen/autocast_mode.h AT_FORALL_FP32_SET_OPT_DTYPE (the linalg norms left out): an
 op whose ``dtype`` is not given gets dtype=float32 when its first input is a floating tensor
