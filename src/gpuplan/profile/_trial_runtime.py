@@ -258,7 +258,7 @@ def train_step(model, optimizer, input_ids, cast, tracker=None) -> float:
 def tracked_step(rt: Runtime, model, optimizer, input_ids, cast_factory, parallelism: str) -> dict:
     """One more (untimed) step under a MemTracker on real tensors: the CPU memory peak."""
     from gpuplan.profile import _trackers
-    from gpuplan.profile.measure import _CATEGORY_OF, _categorise
+    from gpuplan.profile.measure import _CATEGORY_OF, MODTRACKER_REENTRY, _categorise
 
     if parallelism == "fsdp2":
         tracker = _trackers.FastFSDPMemTracker(model, optimizer)
@@ -274,8 +274,7 @@ def tracked_step(rt: Runtime, model, optimizer, input_ids, cast_factory, paralle
     import warnings
 
     with warnings.catch_warnings(), tracker:
-        warnings.filterwarnings("ignore", message="The module hierarchy tracking maybe be messed up",
-                                category=UserWarning)
+        warnings.filterwarnings("ignore", message=MODTRACKER_REENTRY, category=UserWarning)
         train_step(model, optimizer, input_ids, cast_factory(), tracker)
     snap: dict = {}
     for dev in tracker.get_tracker_snapshot("peak").values():

@@ -17,13 +17,14 @@ from gpuplan.web import service
 from gpuplan.jobs import JOBS, Job
 from gpuplan.errors import InputError
 from gpuplan.web.body import preview, read_body
+from gpuplan.schema.types import MAX_TEXT
 from gpuplan.web.flight import flights_of
 from gpuplan.web.limits import guarded
 from gpuplan.web.models import ErrorResponse, Health, ReportResponse, request_model
 
 Lang = Annotated[Literal["en", "zh"], Query(description="Language of labels and titles; numbers are unchanged.")]
-Filter = Annotated[Optional[str], Query(description="Case-insensitive text filter (at most 256 characters, no control "
-                                                    "characters: `gpuplan catalog --filter`'s own check, "
+Filter = Annotated[Optional[str], Query(description=f"Case-insensitive text filter (at most {MAX_TEXT} characters, no "
+                                                    "control characters: `gpuplan catalog --filter`'s own check, "
                                                     "jobs.catalog.schema.CatalogInputs).")]
 """No max_length of the query's own: it refused 101-256 characters `gpuplan catalog --filter` answers, in pydantic's
 words ('String should have at most 100 characters'), not the schema's (wave 19)."""

@@ -23,7 +23,7 @@ from gpuplan.core.time import context_parallel as CP
 from gpuplan.core.comm.collective_cost import CollectiveCost, DirectLinks
 from gpuplan.core.comm.qkv_gather import qkv_gather_cost, tp_row_groups
 from gpuplan.core.parallel import kv_heads_below_tp
-from gpuplan.core.comm.dp_costs import data_parallel_costs, params_per_gpu, rows_seconds  # noqa: F401 (re-exported)
+from gpuplan.core.comm.dp_costs import data_parallel_costs, params_per_gpu, rows_seconds  # noqa: F401 (params_per_gpu re-exported)
 from gpuplan.core.model.spec import ModelSpec
 from gpuplan.core.comm.moe_overlap import (ALL_TO_ALLS_PER_LAYER, MoeLayerPhases, exposed_all_to_all,
                                            paired_send_slack)

@@ -192,9 +192,10 @@ def plan_report(inputs: PlanInputs, progress=None) -> Report:
     plan = chosen_plan(result, best)
     spec, gpu = result.evaluator.spec, result.evaluator.cluster.gpu
     check_calibrated_plan(inputs.calibration, plan, inputs.dtype, gpu)  # its rows too: none past 100% MFU
-    fastest = int(np.argmax(table["mfu"]))
-    check_calibrated_mfu(inputs.calibration, float(table["mfu"][fastest]), layout_text(*row_layout(table, fastest)),
-                         int(table["gpus"][fastest]), gpu, inputs.dtype)
+    if inputs.calibration is not None:  # plan prints its other rows too: none of them past 100% MFU either
+        fastest = int(np.argmax(table["mfu"]))
+        check_calibrated_mfu(inputs.calibration, float(table["mfu"][fastest]),
+                             layout_text(*row_layout(table, fastest)), int(table["gpus"][fastest]), gpu, inputs.dtype)
     front = pareto_front(table, ("gpus", "ranked_days") + (("ranked_cost",) if price is not None else ()))
     without_layout = plan_counts_without_layout(inputs.gpus, result)  # once: the idle reason and the note read it
     timed = "ramp_timed" in table.columns and table["ramp_timed"][best]  # its factor: not timed twice
