@@ -309,3 +309,15 @@ def test_6_offload_layers_at_its_default_is_answered_on_a_tpu(run_json):
     """0, the default, offloads nothing: answered as unstated (the lead's rule, review w16 R5 S3)."""
     ask = ("train", "--model", "llama-3-8b", "--gpu", "tpu-v5p", "--gpus", "16", "--mfu", "predicted")
     assert run_json(*ask, "--offload-layers", "0")["results"] == run_json(*ask)["results"]
+
+
+def test_memory_compare_names_each_part_once(run_cli):
+    """`memory --compare h100,h100-sxm,b200` beside --gpu h100: h100 and h100-sxm are one catalog part (the alias
+    and its id), so the verdict table holds two rows, not the same part three times (H1's list, wave 19)."""
+    import json
+
+    code, out, err = run_cli("memory", "llama-3.1-8b", "--gpu", "h100", "--gpus", "8", "--compare", "h100,h100-sxm,b200",
+                             "--json")
+    assert code == 0, err
+    rows = json.loads(out)["tables"]["verdict per GPU type"]
+    assert [row["gpu"] for row in rows] == ["h100-sxm", "b200"]

@@ -344,6 +344,8 @@ def _verdict_table(spec, layout, settings, overheads, gpu_ids, known=None,
             gpu = resolve_gpu(gpu_id)
         except InputError as exc:  # the first id is --gpu's; the others are --compare's
             raise InputError("compare" if i else "gpu", gpu_id, exc.expected) from None
+        if gpu.id in {p.id for p in parts}:  # an alias of a part already in the table ('h100' beside --gpu h100-sxm): one row
+            continue
         on_gpu = overheads.on_device(gpu)
         if on_gpu.hybrid_ep is not None:  # HybridEP's buffers follow each GPU's NVLink domain
             on_gpu = replace(on_gpu, hybrid_ep=replace(on_gpu.hybrid_ep, domain=gpu.scale_up_ranks))
