@@ -29,9 +29,7 @@ from typing import Any
 from gpuplan.errors import InputError
 from gpuplan.profile.fake_distributed import enter_fake_process_group, shard
 
-MODTRACKER_REENTRY = "The module hierarchy tracking maybe be messed up"
-"""torch's ModTracker warning (its own spelling) when a module is entered again inside itself (a shared rotary or norm
-module): it touches per-module attribution only, which gpuplan does not read; filtered by measure and _trial_runtime."""
+MODTRACKER_REENTRY = "The module hierarchy tracking maybe be messed up"  # torch ModTracker's re-entry warning, as spelt
 
 PRECISIONS = ("bf16", "fp32-autocast")
 OPTIMIZERS = ("adamw", "adam", "sgd")
@@ -347,9 +345,8 @@ def _measure(
             opt.zero_grad(set_to_none=True)
             return act
 
-        # ModTracker warns when a module is entered again inside itself (a shared rotary or norm
-        # module); that only touches per-module attribution, which is not read here (the global
-        # and per-phase peaks are), so the warning is kept off the user's terminal
+        # ModTracker's re-entry warning (a shared rotary or norm module) touches per-module attribution
+        # only, not read here (the global and per-phase peaks are): kept off the user's terminal
         with warnings.catch_warnings(), tracker:
             warnings.filterwarnings("ignore", message=MODTRACKER_REENTRY, category=UserWarning)
             train_step()  # first step: creates the optimizer states
