@@ -146,9 +146,9 @@ def features(cfg: dict, v: tuple, layer_params: float, adapter_params: float) ->
                       "T*E": t * experts,
                       "Pc": layer_params - experts * 3 * h * expert_width})  # gate_up (E, 2Ie, h) + down (E, h, Ie)
     layer.update({"T*r": t * rank, "R": adapter_params})
+    positions = cfg["n_positions"] if cfg.get("model_type") in LEARNED_POSITION_FAMILIES else 0  # wpe rows
     rest = {"T*h": t * h, "T*q": layer["T*q"], "T*kv": layer["T*kv"], "T*I": layer["T*I"], "T*V": t * cfg["vocab_size"], "V*h": cfg["vocab_size"] * h,
-            "Pos*h": (cfg["n_positions"] if cfg.get("model_type") in LEARNED_POSITION_FAMILIES else 0) * h,
-            "sPos*h": (seq if cfg.get("model_type") in LEARNED_POSITION_FAMILIES else 0) * h, "s*d": seq * d, "T*s": t * seq,
+            "Pos*h": positions * h, "sPos*h": (seq if positions else 0) * h, "s*d": seq * d, "T*s": t * seq,
             "T": t, "1": 1.0}
     return layer, rest
 

@@ -73,5 +73,8 @@ def check_calibrated_memory(cal, memory, layout: str, gpu) -> None:
 
 def check_calibrated_plan(cal, plan, dtype: str, gpu) -> None:
     """check_calibrated_mfu and check_calibrated_memory of a planner.plan.Plan."""
-    check_calibrated_memory(cal, plan.memory, plan.text(), gpu)
-    check_calibrated_mfu(cal, plan.mfu, plan.text(), plan.gpus, gpu, dtype)
+    if cal is None:
+        return
+    layout = plan.text()  # one text for both refusals
+    check_calibrated_memory(cal, plan.memory, layout, gpu)
+    check_calibrated_mfu(cal, plan.mfu, layout, plan.gpus, gpu, dtype)
