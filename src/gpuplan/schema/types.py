@@ -25,6 +25,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BeforeValidator, ValidationInfo, WithJsonSchema
 
 from gpuplan.core import units
+from gpuplan.schema.unseen_text import unseen
 from gpuplan.errors import InputError
 
 # JSON schema of a value that may be typed with a unit ("2T") or sent as a number (2e12).
@@ -383,14 +384,15 @@ def name(value: Any, info: ValidationInfo, *, controls: bool = False) -> str:
     field = _name(info)
     if not isinstance(value, str):
         raise InputError(field, value, "expected a name (text)")
-    odd = any(ord(c) < 32 or ord(c) == 127 for c in value)  # before trimming: 'x.html\n' is not x.html
+    odd = any(map(unseen, value))  # before trimming: 'x.html\n' is not x.html
     text = value if controls and odd else value.strip()
     if not value.strip():
         raise InputError(field, value, "must not be empty")
     if len(text) > MAX_TEXT:
         raise InputError(field, text[:40] + "...", f"is longer than {MAX_TEXT} characters")
     if odd and not controls:
-        raise InputError(field, value, "must not contain control characters (a newline, a tab, ...)")
+        raise InputError(field, value, "must not contain control characters (a newline, a tab, a bidirectional "
+                         "override or zero-width character, ...)")
     return text
 
 

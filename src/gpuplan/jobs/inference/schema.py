@@ -19,6 +19,7 @@ from gpuplan.core.serving import speculative as S
 from gpuplan.errors import InputError
 from gpuplan.jobs.inference import inputs_group as IG
 from gpuplan.jobs.inference import inputs_releases as IR
+from gpuplan.schema import serving_rules as SR
 from gpuplan.schema import types as T
 from gpuplan.schema import vocabulary as V
 from gpuplan.schema.model_fields import ModelFields
@@ -263,6 +264,7 @@ class InferenceInputs(ModelFields):
         IR.check_speculative(self.speculative, self.release)
         IR.check_formats(self.quantization, self.kv_dtype, self.release)
         IR.check_features(self.release, self.pp_degree, self.prefix_hit, self.disaggregate)
+        SR.check_serving_options(self)  # --sampler a release predates, --endpoint chat where inert (wave 20)
         if self.draft_model is not None and self.speculative != "draft":
             raise InputError("draft_model", self.draft_model, "applies to --speculative draft")
         for name in ("spec_tokens", "spec_acceptance"):

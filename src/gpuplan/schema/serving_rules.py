@@ -1,0 +1,86 @@
+"""Serving options that name something the engine release asked for does not have, or that change nothing where
+they are given (hostile wave 20): one line naming the field, at every door (``gpuplan infer`` flags, plan files, the
+web API, the Python API: jobs.inference.schema.InferenceInputs runs check_serving_options; the prompt's own rule,
+check_prefix_hit, runs where the prompt is known, jobs.inference.resolve).
+
+- ``--sampler``: the sampler steps core.serving.profile models each came with a vLLM release (SAMPLER_SINCE); before
+  it, the release's profile ran the PyTorch sort path (core.serving.releases.VLLM_RULES: SORT up to 0.16). vLLM
+  0.2.4 was answered with the Triton sampler's 14 B a logit, which no 0.2.x release had.
+- ``--endpoint chat``: costed only where the chat endpoint's server differs from the completions one
+  (core.serving.request_path.chat_template_seconds: vLLM 0.11.0's per-request template parse). Elsewhere the answer
+  was byte for byte the completions one: the prompt gpuplan times is the engine's tokens (--prompt / --context,
+  the template's tokens included where the user counts them), and the render itself (~0.05 ms) is not costed.
+- ``--prefix-hit`` on a prompt too short to hold one cached token: gpuplan caches floor(hit x prompt) tokens
+  (core.serving.roofline.prefill_time, jobs.inference.serving.max_sequences), so `--prefix-hit 0.99 --prompt 1`
+  cached none and changed only the TTFT line's label ('99% of it cached').
+"""
+
+from __future__ import annotations
+
+import math
+
+from gpuplan.errors import InputError
+
+SAMPLER_SINCE = {
+    # 'triton': vLLM PR 33538 (Triton top-k/top-p kernel, no sort): 0.17.0, releases.VLLM_RULES' TRITON row.
+    "triton": ((0, 17, 0), "the Triton top-k/top-p sampler (vllm PR 33538)"),
+    # 'flashinfer': the figure is V1's _dummy_sampler_run through TopKTopPSampler.forward_cuda (releases.py's
+    # FLASHINFER note, v0.10.1.1 gpu_model_runner.py:2435-2446); the profile runs a sampler step from V1's 0.8.0
+    # (vllm PR 13594, releases.VLLM_RULES' 0.8.0 row 'sampler profiled').
+    "flashinfer": ((0, 8, 0), "the V1 engine's FlashInfer top-k/top-p sampler step (profiled from vllm PR 13594)"),
+    # 'logits': Model Runner V2's dummy sampler: 0.28.0 for dense models (PR 44443), 0.29.0 for all (PR 53183).
+    "logits": ((0, 28, 0), "Model Runner V2's sampler (vllm PR 44443)"),
+}
+"""The first vLLM release of each sampler --sampler names beside torch-sort (every release's) and auto (the
+release's own): (version, what it is)."""
+
+
+def _text(version: tuple[int, ...]) -> str:
+    return ".".join(map(str, version[:3]))
+
+
+def check_sampler(sampler: str, release) -> None:
+    """InputError naming ``sampler`` where the vLLM ``release`` (core.serving.releases.EngineRelease) predates it."""
+    since = SAMPLER_SINCE.get(sampler)
+    if since is None or release.engine != "vllm" or release.version >= since[0]:
+        return
+    raise InputError("sampler", sampler, f"{release.label} predates {since[1]}, which vLLM runs from {_text(since[0])}: "
+                     f"give --sampler torch-sort or auto (the release's), or --engine vllm=={_text(since[0])} or later")
+
+
+def check_endpoint(endpoint: str, release) -> None:
+    """InputError naming ``endpoint`` where 'chat' is timed exactly as 'completions' (module docstring)."""
+    from gpuplan.core.serving import request_path as RP
+
+    if endpoint != "chat" or RP.chat_template_seconds(release):
+        return
+    first = _text(RP.CHAT_TEMPLATE_REPARSE_RELEASES[0])
+    raise InputError("endpoint", endpoint, f"changes nothing under {release.label}: its chat endpoint is timed as "
+                     "the completions one (the prompt is the engine's tokens; the template's render, ~0.05 ms, is not "
+                     f"costed); only vLLM {first}'s re-parse of the chat template per request is "
+                     f"(core/serving/request_path.py): leave it out, or give --engine vllm=={first}")
+
+
+def check_serving_options(inputs) -> None:
+    """check_sampler and check_endpoint for an infer ask (InferenceInputs): each only where stated (a stated default,
+    --sampler auto / --endpoint completions, is answered)."""
+    if inputs.stated_otherwise("sampler"):
+        check_sampler(inputs.sampler, inputs.release)
+    if inputs.stated_otherwise("endpoint"):
+        check_endpoint(inputs.endpoint, inputs.release)
+
+
+def check_prefix_hit(prefix_hit: float, prompt: int) -> None:
+    """InputError naming ``prefix_hit`` where it caches no token of a ``prompt``-token prompt: floor(hit x prompt)
+    is 0 (the cached tokens every door times and stores once; module docstring)."""
+    if prefix_hit <= 0 or math.floor(prefix_hit * prompt) > 0:
+        return
+    least = math.ceil(1 / prefix_hit)
+    while math.floor(prefix_hit * least) == 0:  # 1 / hit rounded down in binary
+        least += 1
+    hit = math.ceil(100 / prompt) / 100  # the smallest hit in hundredths that caches one token
+    while math.floor(hit * prompt) == 0:
+        hit = round(hit + 0.01, 2)
+    larger = f", a --prefix-hit of at least {hit:g}" if hit <= 0.99 else ""  # 0.99 at most: none on 1 token
+    raise InputError("prefix_hit", prefix_hit, f"caches no token of a {prompt:,}-token prompt (floor({prefix_hit:g} "
+                     f"x {prompt:,}) = 0): give a prompt of at least {least:,} tokens{larger}, or leave it out")

@@ -1,0 +1,122 @@
+"""Hostile inputs, wave 20 (2026-12-07, helper H1): wave 19's leftovers checked one by one, then the serving, profile,
+catalog and web inputs probed again (extremes, NaN / inf, huge ints, empty strings, unicode, plan files and web
+bodies).
+
+Found, each fixed where every door passes (one line naming the field, exit 2):
+
+(1) `infer --engine vllm==0.2.4 --sampler triton` (or flashinfer, logits) was answered with a sampler that release
+    did not have: the Triton sampler's 14 B a logit on a 0.2.x profile (schema/serving_rules.SAMPLER_SINCE);
+(2) `infer --endpoint chat` changed nothing outside vLLM 0.11.0 (the answer byte for byte the completions one): now
+    refused there, naming the one release where it is costed (schema/serving_rules.check_endpoint);
+(3) `infer --prefix-hit 0.99 --prompt 1` cached floor(0.99 x 1) = 0 tokens and changed only a label
+    (schema/serving_rules.check_prefix_hit, from jobs/inference/resolve.py where the prompt is known);
+(4) a name or filter holding a bidirectional override (U+202E), a zero-width space or a C1 control passed the ASCII
+    control test (`catalog --filter 'llama\\u202e'`: 0 models, exit 0; the web's ?filter= alike): schema/types.name.
+"""
+
+import pytest
+from helpers import field_refusal, four_door_refusal, web_refusal
+
+pytestmark = pytest.mark.usefixtures("time_box")  # conftest: a hang fails the case, not the suite
+
+INFER = {"model": "llama-3-8b", "gpu": "h100"}
+
+
+# ---- (1) a sampler the vLLM release predates ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("sampler, since", [("triton", "0.17.0"), ("flashinfer", "0.8.0"), ("logits", "0.28.0")])
+def test_1_a_sampler_the_release_predates_is_refused_at_every_door(run_cli, client, tmp_path, sampler, since):
+    """Before: vllm==0.2.4 with --sampler triton / flashinfer / logits answered, exit 0 (the profile's sampler line
+    at 14 / 14 / 2 B a logit, where 0.2.x ran PyTorch's sort: core/serving/releases.py VLLM_RULES)."""
+    four_door_refusal(run_cli, client, tmp_path, "infer", "inference",
+                      {**INFER, "engine": "vllm==0.2.4", "sampler": sampler}, "sampler",
+                      "vllm==0.2.4 predates ")
+    err = field_refusal(run_cli("infer", "--model", "llama-3-8b", "--engine", "vllm==0.2.4", "--sampler", sampler),
+                        "sampler")
+    assert f"which vLLM runs from {since}" in err and f"--engine vllm=={since} or later" in err
+
+
+@pytest.mark.parametrize("engine, sampler", [("vllm==0.2.4", "torch-sort"), ("vllm==0.2.4", "auto"),
+                                             ("vllm==0.17", "triton"), ("vllm==0.8", "flashinfer"),
+                                             ("vllm==0.28", "logits"), ("vllm", "triton")])
+def test_1_a_sampler_the_release_has_is_answered(run_cli, engine, sampler):
+    code, out, err = run_cli("infer", "--model", "llama-3-8b", "--gpu", "h100", "--no-search", "--engine", engine,
+                             "--sampler", sampler)
+    assert code == 0 and "error" not in err, err
+
+
+def test_1_the_sampler_moves_the_profile_where_it_is_answered(run_json):
+    """The check is not a refusal of a field that changes nothing: where the release has the sampler, the triton
+    step differs from the sort's (releases.py: SORT 38 B, TRITON 14 B a logit)."""
+    sort = run_json("infer", "--model", "llama-3-8b", "--gpu", "h100", "--no-search", "--engine", "vllm==0.17",
+                    "--sampler", "torch-sort")
+    triton = run_json("infer", "--model", "llama-3-8b", "--gpu", "h100", "--no-search", "--engine", "vllm==0.17",
+                      "--sampler", "triton")
+    assert sort["results"] != triton["results"]
+
+
+# ---- (2) --endpoint chat where it changes nothing -------------------------------------------------------------------
+
+@pytest.mark.parametrize("engine", ["vllm", "vllm==0.11.1", "vllm==0.10.2", "sglang", "trtllm"])
+def test_2_endpoint_chat_where_it_is_timed_as_completions_is_refused(run_cli, client, tmp_path, engine):
+    """Before: the answer equal to the completions one, exit 0 (core/serving/request_path.chat_template_seconds is 0
+    outside vLLM 0.11.0)."""
+    msg = four_door_refusal(run_cli, client, tmp_path, "infer", "inference",
+                            {**INFER, "engine": engine, "endpoint": "chat"}, "endpoint", "changes nothing under ")
+    assert "--engine vllm==0.11.0" in msg
+
+
+def test_2_endpoint_chat_under_vllm_0_11_0_and_completions_anywhere_are_answered(run_cli):
+    for args in (("--engine", "vllm==0.11.0", "--endpoint", "chat"), ("--endpoint", "completions"),
+                 ("--engine", "sglang", "--endpoint", "completions")):
+        code, out, err = run_cli("infer", "--model", "llama-3-8b", "--gpu", "h100", "--no-search", *args)
+        assert code == 0 and "error" not in err, (args, err)
+
+
+# ---- (3) a prefix hit that caches no token --------------------------------------------------------------------------
+
+@pytest.mark.parametrize("extra, fragment", [({"prompt": 1}, "1-token prompt (floor(0.99 x 1) = 0): give a prompt of "
+                                              "at least 2 tokens, or leave it out"),
+                                             ({"prompt": 3, "prefix_hit": 0.2}, "a --prefix-hit of at least 0.34"),
+                                             ({"context": 8, "prefix_hit": 0.2}, "4-token prompt")])
+def test_3_a_prefix_hit_caching_no_token_is_refused_at_every_door(run_cli, client, tmp_path, extra, fragment):
+    """Before: `--prefix-hit 0.99 --prompt 1` answered, only the TTFT label changed ('99% of it cached'); the
+    context's default output (min(256, context / 2) = 4 of 8) leaves a 4-token prompt."""
+    four_door_refusal(run_cli, client, tmp_path, "infer", "inference", {**INFER, "prefix_hit": 0.99, **extra},
+                      "prefix_hit", fragment)
+
+
+@pytest.mark.parametrize("hit, prompt", [(0.5, 2), (0.34, 3), (0.99, 2), (0.01, 100)])
+def test_3_a_prefix_hit_caching_one_token_is_answered(run_cli, hit, prompt):
+    code, out, err = run_cli("infer", "--model", "llama-3-8b", "--gpu", "h100", "--no-search", "--prefix-hit",
+                             str(hit), "--prompt", str(prompt), "--output-tokens", "4")
+    assert code == 0 and "error" not in err, err
+
+
+# ---- (4) unseen characters in names and filters ---------------------------------------------------------------------
+
+UNSEEN = ["llama\u202e", "\u2066llama", "lla\u200bma", "lla\u0085ma", "llama\ufeff", "lla\u2028ma"]
+"""A right-to-left override, a left-to-right isolate, a zero-width space, NEL (C1), a BOM, a line separator."""
+
+
+@pytest.mark.parametrize("text", UNSEEN)
+def test_4_a_catalog_filter_with_an_unseen_character_is_refused_cli_and_web(run_cli, client, text):
+    """Before: `catalog models --filter 'llama\\u202e'` printed 'Model catalog (0 models)', exit 0."""
+    cli = field_refusal(run_cli("catalog", "models", "--filter", text), "filter", "bidirectional override")
+    assert ascii(text)[1:-1] in cli  # quoted escaped, never as the raw character
+    web = web_refusal(client.get("/api/catalog/models", params={"filter": text}), "filter", "bidirectional override")
+    assert cli.strip() == f"error: {web}"
+
+
+@pytest.mark.parametrize("text", UNSEEN[:3])
+def test_4_a_model_name_with_an_unseen_character_is_refused_at_every_door(run_cli, client, tmp_path, text):
+    four_door_refusal(run_cli, client, tmp_path, "infer", "inference", {**INFER, "model": text}, "model",
+                      "bidirectional override")
+
+
+def test_4_plain_unicode_names_still_reach_the_catalog_lookup(run_cli):
+    """Printable non-ASCII text is not refused as unseen (it is looked up, and refused as an unknown name)."""
+    code, out, err = run_cli("catalog", "models", "--filter", "llamá")
+    assert code == 0, err
+    code, out, err = run_cli("infer", "--model", "llamá-3", "--no-search")
+    assert code == 2 and "bidirectional" not in err
