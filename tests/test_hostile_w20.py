@@ -11,7 +11,10 @@ Found, each fixed where every door passes (one line naming the field, exit 2):
 (3) `infer --prefix-hit 0.99 --prompt 1` cached floor(0.99 x 1) = 0 tokens and changed only a label
     (schema/serving_rules.check_prefix_hit, from jobs/inference/resolve.py where the prompt is known);
 (4) a name or filter holding a bidirectional override (U+202E), a zero-width space or a C1 control passed the ASCII
-    control test (`catalog --filter 'llama\\u202e'`: 0 models, exit 0; the web's ?filter= alike): schema/types.name.
+    control test (`catalog --filter 'llama\\u202e'`: 0 models, exit 0; the web's ?filter= alike): schema/types.name;
+(5) CUDA-only training options on Intel Gaudi and Huawei Ascend parts (CUDA graphs, DeepEP / HybridEP, Transformer
+    Engine's te-ce and offloading, and qlora on Ascend) were answered, exit 0, where a TPU refuses them
+    (schema/vendor_rules.py); MI300X (ROCm) keeps them.
 """
 
 import pytest
@@ -120,3 +123,36 @@ def test_4_plain_unicode_names_still_reach_the_catalog_lookup(run_cli):
     assert code == 0, err
     code, out, err = run_cli("infer", "--model", "llamá-3", "--no-search")
     assert code == 2 and "bidirectional" not in err
+
+
+# ---- (5) CUDA-only training options on Gaudi / Ascend -------------------------------------------------------------
+
+MOE = {"model": "mixtral-8x7b", "gpus": 512}
+OFF_CUDA = [("gaudi3", {"cuda_graph_scope": "moe-router"}, "cuda_graph_scope", "CUDA graphs"),
+            ("gaudi2", {"full_iteration_graph": True}, "full_iteration_graph", "one CUDA graph"),
+            ("ascend-910b", {"ep_dispatcher": "flex"}, "ep_dispatcher", "give alltoall"),
+            ("ascend-910c", {"loss": "te-ce"}, "loss", "Transformer Engine"),
+            ("gaudi3", {"offload_layers": 2}, "offload_layers", "Transformer Engine's offload context"),
+            ("ascend-910b", {"finetune": "qlora"}, "finetune", "no Ascend NPU")]
+
+
+@pytest.mark.parametrize("job, route, gpu, option, field, fragment",
+                         [(job, route, *case) for job, route in (("train", "training"), ("memory", "memory"),
+                                                                 ("plan", "plan"))
+                          for case in OFF_CUDA if not (job == "memory" and "graph" in case[2])])
+def test_5_cuda_only_options_on_gaudi_and_ascend_are_refused_at_every_door(run_cli, client, tmp_path, job, route, gpu,
+                                                                           option, field, fragment):
+    """Before: each answered, exit 0 (train mixtral-8x7b on 512 of them; qlora moved GPU-days 13,976 -> 2,554-like
+    layouts as on a CUDA part). memory takes no CUDA-graph options."""
+    msg = four_door_refusal(run_cli, client, tmp_path, job, route, {**MOE, "gpu": gpu, **option}, field, fragment)
+    assert "not CUDA or ROCm" in msg and ("torch_npu" in msg) == gpu.startswith("ascend")
+
+
+@pytest.mark.parametrize("gpu, option", [("gaudi3", ("--finetune", "qlora")), ("gaudi3", ("--allocator", "expandable")),
+                                         ("ascend-910b", ("--cuda-graph-scope", "none")),
+                                         ("gaudi3", ("--offload-layers", "0")), ("mi300x", ("--loss", "te-ce")),
+                                         ("mi300x", ("--ep-dispatcher", "flex")), ("mi300x", ("--full-iteration-graph",))])
+def test_5_what_those_parts_run_and_rocm_parts_stay_answered(run_cli, gpu, option):
+    """bitsandbytes has a Gaudi backend; torch_npu / Gaudi allocators; stated defaults; ROCm runs the CUDA code."""
+    code, out, err = run_cli("train", "--model", "mixtral-8x7b", "--gpus", "512", "--gpu", gpu, *option)
+    assert code == 0 and "error" not in err, err

@@ -13,6 +13,7 @@ from gpuplan.schema import types as T
 from gpuplan.schema import vocabulary as V
 from gpuplan.schema.base import JobInputs
 from gpuplan.schema.tpu_rules import follow_device
+from gpuplan.schema.vendor_rules import check_vendor_options
 
 DEFAULT_PARAMS = 7e9  # the article's 7B example
 
@@ -55,9 +56,11 @@ class ModelFields(JobInputs):
 
     def follow_model(self) -> "ModelFields":
         """The sequence length the model sets where none was given (follow_position_limit), and a training ask's
-        framework on a TPU with its CUDA-only options (schema.tpu_rules.follow_device)."""
+        framework on a TPU with its CUDA-only options (schema.tpu_rules.follow_device), and those options on Intel
+        Gaudi / Huawei Ascend parts (schema.vendor_rules)."""
         follow_position_limit(self)
         follow_device(self)
+        check_vendor_options(self)
         return self
 
     def model_position_limit(self) -> int | None:

@@ -1,0 +1,68 @@
+"""CUDA-only training options on accelerators that run neither CUDA nor ROCm: Intel Gaudi (catalog vendor Intel:
+gaudi2, gaudi3; PyTorch through Intel's HPU bridge) and Huawei Ascend (vendor Huawei: ascend-910b, ascend-910c;
+PyTorch through torch_npu). One line naming the field at every door (train, budget, plan, memory: CLI flags, plan
+files, the web API, Python), as schema.tpu_rules refuses them on a TPU (wave 20; they were answered, exit 0).
+
+The options and their words are tpu_rules.CUDA_ONLY_OPTIONS' (the same mechanism names); only those whose code has no
+HPU or NPU path are refused here (NOT_ON_HPU_NPU):
+- --cuda-graph-scope / --full-iteration-graph: Megatron-Core captures through torch.cuda.CUDAGraph (its CudaGraphManager
+  and TE's make_graphed_callables); HPU graphs and torch_npu's NPUGraph are other APIs, not this option's code.
+- --ep-dispatcher flex / --flex-backend: DeepEP and HybridEP are CUDA / NVSHMEM kernels.
+- --loss te-ce and --offload-layers: Transformer Engine (its Triton cross-entropy; its CUDA-stream offload context),
+  which has CUDA and ROCm builds only.
+- --finetune qlora on Ascend only: bitsandbytes' backends are CUDA, ROCm, XPU, Gaudi, Apple Silicon and CPU (its
+  installation guide, v0.50.2, as tpu_rules cites it): Gaudi is among them, Ascend is not.
+Left answered: --allocator (torch_npu reads expandable_segments from PYTORCH_NPU_ALLOC_CONF, an allocator of the same
+design; Gaudi's is not modelled apart), --cuda-context-gib / --comm-buffer-gib (each part has a runtime context and
+a collective library's buffers, HCCL on both: sizes of the same overheads). AMD parts run ROCm, where HIP graphs,
+Transformer Engine's ROCm build and PyTorch's allocator are the same code: nothing refused there beyond what is
+already (FlashAttention 1, llm.c).
+"""
+
+from __future__ import annotations
+
+from gpuplan.errors import InputError
+from gpuplan.schema.device_rules import accelerator
+from gpuplan.schema.te_kernels import STATED_DEFAULTS
+from gpuplan.schema.tpu_rules import CUDA_ONLY_OPTIONS
+
+OFF_CUDA_VENDORS = {"Intel": "Intel's HPU bridge", "Huawei": "torch_npu"}
+"""Catalog vendors whose parts run PyTorch without CUDA or ROCm, and through what."""
+
+NOT_ON_HPU_NPU = {
+    # field: (the vendors it is refused on, None: both; what is valid there)
+    "cuda_graph_scope": (None, "leave it out (none: eager steps)"),
+    "full_iteration_graph": (None, "leave it out"),
+    "ep_dispatcher": (None, "give alltoall"),
+    "flex_backend": (None, "leave it out (the MoE all-to-all runs through the collective library)"),
+    "loss": (None, "give fp32-ce, vocab-parallel-ce or chunked, or leave it out"),
+    "offload_layers": (None, "leave it out"),
+    "finetune": (("Huawei",), "give --finetune lora (a 16-bit base)"),
+}
+"""The CUDA_ONLY_OPTIONS refused on those vendors' parts (module docstring)."""
+
+OWN_WORDS = {"finetune": "is a 4-bit NF4 base through bitsandbytes' Linear4bit (CUDA, ROCm, XPU, Gaudi, Apple Silicon "
+                         "and CPU backends: its installation guide, v0.50.2; no Ascend NPU)"}
+"""What an option is where tpu_rules' words name the TPU's own lack (qlora's 'no XLA')."""
+
+
+def check_vendor_options(inputs) -> None:
+    """A training ask (a job schema with ``framework``) whose --gpu is an Intel Gaudi or Huawei Ascend part: the
+    CUDA-only options NOT_ON_HPU_NPU names, each at a value other than its default, refused in one line."""
+    if "framework" not in type(inputs).model_fields:
+        return
+    gpu = accelerator(getattr(inputs, "gpu", None))
+    if gpu is None or gpu.vendor not in OFF_CUDA_VENDORS:
+        return
+    for name, values, what, _ in CUDA_ONLY_OPTIONS:
+        if name not in NOT_ON_HPU_NPU:
+            continue
+        vendors, valid = NOT_ON_HPU_NPU[name]
+        if gpu.vendor not in (vendors or OFF_CUDA_VENDORS):
+            continue
+        shown = getattr(inputs, name, None)
+        named = shown not in (None, False) if values is None else shown in values
+        if inputs.stated_otherwise(name, STATED_DEFAULTS.get(name)) and named:
+            article = "an" if gpu.name[:1] in "AEIOU" else "a"
+            raise InputError(name, shown, f"{OWN_WORDS.get(name, what)}, which {article} {gpu.name} does not run "
+                             f"(PyTorch runs there through {OFF_CUDA_VENDORS[gpu.vendor]}, not CUDA or ROCm): {valid}")
