@@ -102,7 +102,8 @@ def test_model_quantization_config_is_used(infer, tmp_path):
 
 
 @pytest.mark.parametrize("args, fragment", [
-    (("--model", "llama-3.1-8b", "--gpu", "a100", "--quantization", "fp8"), "quantization: got 'fp8'; NVIDIA A100"),
+    (("--model", "llama-3.1-8b", "--gpu", "v100", "--quantization", "fp8"),
+     "quantization: got 'fp8'; NVIDIA Tesla V100"),  # sm70: below FP8 Marlin's sm80 (an A100 serves it: issue 38)
     (("--model", "qwen2.5-7b", "--tp", "7"), "tp: got 7; must divide the 4 key/value heads"),
     (("--model", "llama-3.1-8b", "--context", "lots"), "context: got 'lots'"),
     (("--model", "llama-3.1-8b", "--batch", "0"), "batch: got '0'"),

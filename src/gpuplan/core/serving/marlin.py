@@ -91,12 +91,23 @@ MARLIN_FORMATS = ("int4",)
 names them 'int4' or 'int4-g<group>')."""
 
 
+FP8_MARLIN_FORMAT = "fp8-marlin"
+"""The weight-only FP8 format vLLM (0.5.1+) and SGLang (0.5.1+) run through Marlin on sm80-sm88 (fp8_marlin.py names
+it so only where the release has the path): its fp8_marlin.cu / gptq_marlin_gemm(float8_e4m3fn) is this kernel
+family, 64-row problems and the same large-batch tiles, so the int4 ceiling above is taken for it too. The
+figure was timed on int4 weights; 8-bit tiles move twice the weight bytes a tile, which matters where the GEMM
+is memory-bound (the roofline's weight term, at 1 byte a weight), not at the compute ceiling."""
+
+
 def runs_marlin(release: EngineRelease, fabric: Accelerator | None, fmt_name: str, moe: bool = False) -> bool:
     """Whether ``release`` runs a ``fmt_name`` model's linears through Marlin on ``fabric``: vLLM from
     VLLM_MARLIN_SINCE, a group-wise int4 format whose group size is in MARLIN_GROUP_SIZES ('int4' = one group a
-    channel, 'int4-g<group>'), compute capability 8.x (Ampere, Ada), a dense model (``moe`` False: vLLM's int4
-    experts run fused_marlin_moe, for which no large-M figure was found). False where the part's compute
-    capability is not stated."""
+    channel, 'int4-g<group>'), or FP8_MARLIN_FORMAT (vLLM or SGLang), compute capability 8.x (Ampere, Ada), a dense
+    model (``moe`` False: vLLM's int4 and fp8 experts run fused_marlin_moe, for which no large-M figure was found).
+    False where the part's compute capability is not stated."""
+    if fmt_name.split(" ")[0] == FP8_MARLIN_FORMAT:  # ' (attention bf16)' kept by a checkpoint's ignore list
+        cc = fabric.compute_capability if fabric is not None else None
+        return release.engine in ("vllm", "sglang") and not moe and cc is not None and cc[0] == 8
     if release.engine != "vllm" or release.version < VLLM_MARLIN_SINCE or moe:
         return False
     base, _, group = fmt_name.partition("-g")

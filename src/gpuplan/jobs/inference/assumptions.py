@@ -58,7 +58,8 @@ def _marlin_clause(plan: Plan) -> str:
     if fraction == list(setup.efficiency.compute):
         return ""
     arch = MG.marlin_arch(plan.gpu).capitalize()  # the row marlin_ratio reads: Ada or Ampere
-    return (f"; vLLM int4 on sm8x runs Marlin: {fraction[0]:.2f} ({fraction[1]:.2f}-{fraction[2]:.2f}) = this x "
+    what = "FP8 weight-only" if setup.fmt.name.startswith(MG.FP8_MARLIN_FORMAT) else "vLLM int4"
+    return (f"; {what} on sm8x runs Marlin: {fraction[0]:.2f} ({fraction[1]:.2f}-{fraction[2]:.2f}) = this x "
             f"{MG.marlin_ratio(plan.gpu):.3g} ({arch}; core/serving/marlin.py)")
 
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from gpuplan.core.serving import engines as E
+from gpuplan.core.serving import fp8_marlin as FM
 from gpuplan.core.serving import setup as SU
 from gpuplan.core.serving import weights as W
 from gpuplan.core.serving import kv_cache as K
@@ -40,6 +41,9 @@ class Plan:
     prompt: int
     output: int
     notes: tuple[str, ...]
+    fp8: FM.Fp8Checkpoint | None = None
+    """An FP8 format as stored, where the engine takes it (vLLM, SGLang): each GPU a search tries serves it
+    natively or through the weight-only FP8 Marlin path (plan_on_gpu); None for every other format."""
 
     @property
     def decode_context(self) -> float:
@@ -62,7 +66,7 @@ def resolve_plan(inputs: InferenceInputs) -> Plan:
                          f"{gpu.vendor}); use --engine {valid}")
     raw = raw_model_config(*inputs.model_params)
     try:
-        fmt, origin, notes = resolve_format(inputs.quantization, inputs.group_size, spec, raw, gpu)
+        fmt, origin, notes = resolve_format(inputs.quantization, inputs.group_size, spec, raw, gpu, inputs.release)
     except InputError as exc:  # a GPU nobody named (the default) is not the user's to change formats for
         if exc.field != "quantization" or "gpu" in inputs.given:
             raise
@@ -129,7 +133,44 @@ def resolve_plan(inputs: InferenceInputs) -> Plan:
                            _speculation(inputs, spec, raw), inputs.prefix_hit, inputs.lora, inputs.decode_kernel,
                            mm_prefix_lm(*inputs.model_params))
     return Plan(spec, gpu, W.param_groups(spec), setup, origin, kv_dtype, context, context - output, output,
-                tuple(notes))
+                tuple(notes), fp8_checkpoint(inputs.quantization, raw, spec) if engine in FP8_MARLIN_ENGINES
+                else None)
+
+
+FP8_MARLIN_ENGINES = ("vllm", "sglang")
+"""Engines with a weight-only FP8 Marlin path (core/serving/fp8_marlin.py): their plans carry Plan.fp8."""
+
+
+def fp8_checkpoint(choice: str, raw: dict[str, Any], spec: ModelSpec) -> FM.Fp8Checkpoint | None:
+    """The FP8 format as stored (None for any other format): its quant_method ('fp8' for --quantization fp8, vLLM's online FP8), weight_block_size[1] and whether the model
+    has routed experts (core/serving/fp8_marlin.py)."""
+    qcfg = raw.get("quantization_config") if choice == "auto" else None
+    qcfg = qcfg if isinstance(qcfg, dict) else {}
+    fmt = weight_format_from_hf(qcfg) if qcfg else W.weight_format(choice) if choice != "auto" else None
+    if fmt is None or fmt.compute_dtype != "fp8":
+        return None
+    method = str(qcfg.get("quant_method") or "fp8").strip().lower()
+    block = qcfg.get("weight_block_size")
+    block_k = int(block[1]) if isinstance(block, (list, tuple)) and len(block) == 2 else None
+    return FM.Fp8Checkpoint(fmt, method, block_k, spec.moe is not None and spec.num_moe_layers > 0)
+
+
+def plan_on_gpu(plan: Plan, gpu: Accelerator) -> Plan:
+    """``plan`` as ``gpu`` runs it: an FP8 plan (Plan.fp8) takes the weight-only FP8 Marlin format where its
+    release runs that path on the part (an sm80-sm88 GPU: fp8_marlin.runs_fp8_marlin), else the FP8 format as
+    stored (FP8 tensor cores, or a part that does not serve it: serving.serves leaves it out); other plans as
+    they are."""
+    ckpt = plan.fp8
+    if ckpt is None:
+        return plan
+    release = plan.setup.runtime.release
+    fmt = FM.marlin_format(ckpt, _act_dtype(plan.spec)) if FM.runs_fp8_marlin(release, gpu, ckpt) else ckpt.fmt
+    return plan if fmt == plan.setup.fmt else replace(plan, setup=replace(plan.setup, fmt=fmt))
+
+
+def _act_dtype(spec: ModelSpec) -> str:
+    """The activation dtype the engines run a model in on Ampere: its own fp16, else bf16."""
+    return "fp16" if spec.dtype == "float16" else "bf16"
 
 
 def _span_note(tp: int, gpu: Accelerator) -> str:
@@ -212,8 +253,11 @@ _DTYPE_FORMAT = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32"}
 
 
 def resolve_format(choice: str, group_size: int | None, spec: ModelSpec, raw: dict[str, Any],
-                   gpu: Accelerator) -> tuple[W.WeightFormat, str, list[str]]:
-    """The weight format, where it came from, and notes; InputError if ``gpu`` cannot run it."""
+                   gpu: Accelerator, release=None) -> tuple[W.WeightFormat, str, list[str]]:
+    """The weight format, where it came from, and notes; InputError if ``gpu`` cannot run it. With the engine
+    ``release`` (core.serving.releases.EngineRelease), an FP8 format on an sm80-sm88 part is served weight-only
+    through FP8 Marlin where that release has the path (core/serving/fp8_marlin.py), else refused naming the
+    engines and releases that do; without it (validation's memory rows) FP8 needs FP8 compute, as before."""
     notes: list[str] = []
     if choice == "auto":
         if "quantization_config" in raw:
@@ -234,6 +278,12 @@ def resolve_format(choice: str, group_size: int | None, spec: ModelSpec, raw: di
         notes.append(f"{gpu.name} has no FP4 tensor cores: {fmt.name} weights are dequantised to bf16 for the "
                      "matmuls (weight-only, as vLLM's Marlin FP4 kernels do); memory as stored")
         fmt = replace(fmt, compute_dtype="bf16")
+    if fmt.compute_dtype == "fp8" and release is not None and FM.needs_marlin(gpu):
+        ckpt = fp8_checkpoint(choice, raw, spec) or FM.Fp8Checkpoint(fmt)
+        if not FM.runs_fp8_marlin(release, gpu, ckpt):  # TensorRT-LLM: first_release None
+            raise InputError("quantization", fmt.name if choice == "auto" else choice, FM.refusal(release, gpu, ckpt))
+        notes.append(FM.note(release, gpu, ckpt, _act_dtype(spec)))  # the weight-only FP8 Marlin path
+        fmt = FM.marlin_format(ckpt, _act_dtype(spec))
     if not gpu.has_dtype(fmt.compute_dtype):
         have = ", ".join(k for k, _ in gpu.peak_flops)
         runs = [q for q in QUANTIZATIONS if q != "auto" and gpu.has_dtype(W.weight_format(q).compute_dtype)]

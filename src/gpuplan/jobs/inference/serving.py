@@ -14,7 +14,7 @@ from gpuplan.core.serving import kv_cache as K
 from gpuplan.core.hardware import Accelerator
 from gpuplan.core.serving.tp_span import host_gpus, node_ranks
 from gpuplan.errors import InputError
-from gpuplan.jobs.inference.resolve import Plan, group_tp_check
+from gpuplan.jobs.inference.resolve import Plan, group_tp_check, plan_on_gpu
 from gpuplan.jobs.inference.tpu_serving import modelled_on
 
 SEARCH_TP = (1, 2, 4, 8, 16)
@@ -57,7 +57,9 @@ class Serving:
 
 
 def evaluate(plan: Plan, gpu: Accelerator, tp: int, pp: int, batch: int) -> Serving:
-    """Memory, capacity and speed of ``plan`` on tp x pp ``gpu``s with ``batch`` sequences."""
+    """Memory, capacity and speed of ``plan`` on tp x pp ``gpu``s with ``batch`` sequences (an FP8 plan as
+    ``gpu`` runs it: resolve.plan_on_gpu)."""
+    plan = plan_on_gpu(plan, gpu)
     spec, setup = plan.spec, plan.setup
     group_tp_check(spec, setup.fmt, tp)
     memory = M.serving_memory_on(spec, plan.groups, setup, tp, pp, gpu)
@@ -103,8 +105,10 @@ def price_for(gpu_id: str, given: float | None) -> tuple[float | None, str]:
 def serves(plan: Plan, gpu: Accelerator) -> bool:
     """Whether a catalog ``gpu`` runs the plan at all: its weight format's compute dtype, and an
     engine built for its vendor (TensorRT-LLM: NVIDIA only, core/serving/engines.py ENGINE_VENDORS), modelled
-    there (no TPU: jobs/inference/tpu_serving.py)."""
-    return (gpu.has_dtype(plan.setup.fmt.compute_dtype) and E.runs_on(plan.setup.runtime.engine, gpu.vendor)
+    there (no TPU: jobs/inference/tpu_serving.py). An FP8 plan is taken as ``gpu`` runs it (resolve.plan_on_gpu):
+    an sm80-sm88 part serves it where the release has the weight-only FP8 Marlin path."""
+    return (gpu.has_dtype(plan_on_gpu(plan, gpu).setup.fmt.compute_dtype)
+            and E.runs_on(plan.setup.runtime.engine, gpu.vendor)
             and modelled_on(gpu))
 
 
@@ -136,6 +140,7 @@ def serving_gpus(plan: Plan):
 def max_sequences_at(plan: Plan, gpu: Accelerator, tp: int) -> int:
     """evaluate(plan, gpu, tp, 1, ...)'s max_sequences without its timing (the memory and the KV layout only): the
     searches time only the setups they keep (search_configurations, sizing._tp_steps)."""
+    plan = plan_on_gpu(plan, gpu)
     group_tp_check(plan.spec, plan.setup.fmt, tp)
     memory = M.serving_memory_on(plan.spec, plan.groups, plan.setup, tp, 1, gpu)
     return max_sequences(plan, K.kv_layout(plan.spec, plan.setup.kv_bytes, tp, 1, plan.setup.block_size),

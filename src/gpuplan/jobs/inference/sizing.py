@@ -25,7 +25,7 @@ from gpuplan.core.serving.load import (
     replicas_for,
 )
 from gpuplan.errors import InputError
-from gpuplan.jobs.inference.resolve import Plan
+from gpuplan.jobs.inference.resolve import Plan, plan_on_gpu
 from gpuplan.jobs.inference.serving import (max_sequences_at, price_for, scheduler_refusal, search_tps, serves,
                                               serving_gpus)
 from gpuplan.jobs.inference.sizing_text import TP_SEARCH, disagg_gpu_lines, launch_line
@@ -92,7 +92,8 @@ def _step_times(plan: Plan, gpu: Accelerator, tp: int, max_batch: int = 0):
 def _tp_steps(plan: Plan, gpu: Accelerator, tp: int):
     """(prefill step, decode step(batch), cap) of one replica at ``tp`` on ``gpu``, cap the sequences it
     schedules at once (its KV cache's and scheduled_sequences, the fewer); None where tp does not divide
-    the heads or not one sequence fits."""
+    the heads or not one sequence fits. An FP8 plan is timed as ``gpu`` runs it (resolve.plan_on_gpu)."""
+    plan = plan_on_gpu(plan, gpu)
     try:  # its KV capacity only: evaluate's three timed prefills were not read (_step_times times one; wave 9:
         sequences = max_sequences_at(plan, gpu, tp)  # --prompt 8M --disaggregate timed 263 x 3 of ~2,000 chunks)
     except InputError:  # tp does not divide the heads
