@@ -18,11 +18,13 @@ Read in the release wheels (pip download vllm==X / sglang==X --no-deps, unzip; 2
 * vLLM, block-quantised FP8 (weight_block_size, DeepSeek-V3) and FP8 MoE experts: 0.9.0. Through 0.8.5.post1
   Fp8LinearMethod sets ``use_marlin = False`` when block_quant ('Marlin doesn't support block-wise fp8',
   fp8.py@v0.8.5.post1 L182-185), leaving the Triton w8a8 block matmul, and Fp8MoEMethod has no Marlin branch at all
-  (fused_experts with use_fp8_w8a8): both need FP8 tensor cores. fp8.py@v0.9.0 drops the block exclusion (L179-188)
-  and gives Fp8MoEMethod ``use_marlin`` (L443-447) running torch.ops.vllm.fused_marlin_moe with
-  quant_type_id=float8_e4m3fn (L831-845). Block scales become Marlin group scales: prepare_fp8_layer_for_marlin
-  repeats them to (size_k / block_k, size_n) in the layer's 16-bit dtype, group_size = weight_block_size[1]
-  (marlin_utils_fp8.py@v0.9.0 L123-160): 16 bits per block_k weights in HBM (8.125 bits a weight at 128).
+  (fused_experts with use_fp8_w8a8): both need FP8 tensor cores (Triton's fp8e4nv dot: vllm#12581, DeepSeek-R1 on
+  A100-class parts, 'fp8e4nv data type is not supported on CUDA arch < 89'; vllm#15336, 8 x A800, March 2025).
+  fp8.py@v0.9.0 drops the block exclusion (L179-188) and gives Fp8MoEMethod ``use_marlin`` (L443-447) running
+  torch.ops.vllm.fused_marlin_moe with quant_type_id=float8_e4m3fn (L831-845). Block scales become Marlin group
+  scales: prepare_fp8_layer_for_marlin repeats them to (size_k / block_k, size_n) in the layer's 16-bit dtype,
+  group_size = weight_block_size[1] (marlin_utils_fp8.py@v0.9.0 L123-160): 16 bits per block_k weights in HBM
+  (8.125 bits a weight at 128).
 * vLLM, compressed-tensors FP8 (W8A8 float, tensor / channel strategy): 0.5.4, where CompressedTensorsW8A16Fp8 is
   first in the wheel (absent from 0.5.3's) and is chosen when the W8A8 FP8 scheme's capability check fails
   (compressed_tensors.py@v0.5.4 L235-248); its MoE (CompressedTensorsW8A8Fp8MoEMethod.use_marlin) from 0.9.0
