@@ -8,7 +8,8 @@ Read in the release wheels (pip download vllm==X / sglang==X --no-deps, unzip; 2
   scales: 0.5.1. Fp8Config.get_min_capability returns 89 at quantization/fp8.py@v0.5.0 and @v0.5.0.post1 L64-65
   (vLLM refuses the GPU); @v0.5.1 it returns 80 (L61-62) and Fp8LinearMethod sets ``use_marlin = capability < 89``
   (L114-118, 'For GPUs that lack FP8 hardware support, we can leverage the Marlin kernel for fast weight-only FP8
-  quantization') and calls ops.fp8_marlin_gemm (L320-338). That kernel, csrc/quantization/fp8/fp8_marlin.cu, is
+  quantization') and calls ops.fp8_marlin_gemm (L320-338) (vllm PR 5975, 2024-06-28, 'Expand FP8 support to Ampere
+  GPUs using FP8 Marlin': 'based on existing 8-bit integer support in GPTQ Marlin kernel'). That kernel, csrc/quantization/fp8/fp8_marlin.cu, is
   the gptq_marlin kernel adapted to 8-bit fp8 weights: it includes ../gptq_marlin/gptq_marlin.cuh, runs fp16 / bf16
   m16n8k16 mma after dequant_8bit, and cuts M into 64-row problems run in parallel ('For larger GEMMs we run
   multiple batchsize 64 versions in parallel'). From 0.9.0 apply_fp8_marlin_linear calls ops.gptq_marlin_gemm
@@ -34,7 +35,8 @@ Read in the release wheels (pip download vllm==X / sglang==X --no-deps, unzip; 2
   ``force_marlin or can_auto_enable_marlin_fp8()`` (fp8.py@0.5.1 L213-217), the latter ``80 <= sm < 89``
   (fp8_utils.py@0.5.1 L809-815), and block weights are converted (fp8.py@0.5.1 L434-438). Through 0.5.0rc2 Marlin
   runs only under SGLANG_FORCE_FP8_MARLIN and never for block weights (fp8.py@0.5.0rc0 L211-221). Its Fp8MoEMethod
-  has no Marlin branch through 0.5.6 (fp8.py@0.5.6 L528 on: Triton / DeepGEMM runners only): FP8 MoE refused.
+  has no Marlin branch through 0.5.6 (fp8.py@0.5.6 L528 on: Triton / DeepGEMM runners only; sglang#12887,
+  2025-11-08, quotes the fp8e4nv error on Ampere; sglang PR 9754, MoE Marlin FP8 for sm8x, closed unmerged): refused.
 * TensorRT-LLM: its FP8 GEMMs need sm89+ (not read here): refused, naming the releases above.
 """
 
