@@ -10,9 +10,9 @@ Read in the release wheels (pip download vllm==X / sglang==X --no-deps, unzip; 2
   (L114-118, 'For GPUs that lack FP8 hardware support, we can leverage the Marlin kernel for fast weight-only FP8
   quantization') and calls ops.fp8_marlin_gemm (L320-338) (vllm PR 5975, 2024-06-28, 'Expand FP8 support to Ampere
   GPUs using FP8 Marlin': 'based on existing 8-bit integer support in GPTQ Marlin kernel'). That kernel,
-  csrc/quantization/fp8/fp8_marlin.cu, is the gptq_marlin kernel adapted to 8-bit fp8 weights: it includes ../gptq_marlin/gptq_marlin.cuh, runs fp16 / bf16
-  m16n8k16 mma after dequant_8bit, and cuts M into 64-row problems run in parallel ('For larger GEMMs we run
-  multiple batchsize 64 versions in parallel'). From 0.9.0 apply_fp8_marlin_linear calls ops.gptq_marlin_gemm
+  csrc/quantization/fp8/fp8_marlin.cu, is the gptq_marlin kernel adapted to 8-bit fp8 weights: it includes
+  ../gptq_marlin/gptq_marlin.cuh, runs fp16 / bf16 m16n8k16 mma after dequant_8bit, and cuts M into 64-row
+  problems run in parallel ('For larger GEMMs we run multiple batchsize 64 versions in parallel'). From 0.9.0 apply_fp8_marlin_linear calls ops.gptq_marlin_gemm
   itself with b_q_type=scalar_types.float8_e4m3fn (utils/marlin_utils_fp8.py@v0.9.0 L36-76;
   is_fp8_marlin_supported: has_device_capability(80), L18-19). So the int4 Marlin kernel model (marlin.py) is
   reused for the large-M ceiling.
