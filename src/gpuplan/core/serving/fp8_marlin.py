@@ -12,10 +12,10 @@ Read in the release wheels (pip download vllm==X / sglang==X --no-deps, unzip; 2
   GPUs using FP8 Marlin': 'based on existing 8-bit integer support in GPTQ Marlin kernel'). That kernel,
   csrc/quantization/fp8/fp8_marlin.cu, is the gptq_marlin kernel adapted to 8-bit fp8 weights: it includes
   ../gptq_marlin/gptq_marlin.cuh, runs fp16 / bf16 m16n8k16 mma after dequant_8bit, and cuts M into 64-row
-  problems run in parallel ('For larger GEMMs we run multiple batchsize 64 versions in parallel'). From 0.9.0 apply_fp8_marlin_linear calls ops.gptq_marlin_gemm
-  itself with b_q_type=scalar_types.float8_e4m3fn (utils/marlin_utils_fp8.py@v0.9.0 L36-76;
-  is_fp8_marlin_supported: has_device_capability(80), L18-19). So the int4 Marlin kernel model (marlin.py) is
-  reused for the large-M ceiling.
+  problems run in parallel ('For larger GEMMs we run multiple batchsize 64 versions in parallel'). From 0.9.0
+  apply_fp8_marlin_linear calls ops.gptq_marlin_gemm itself with b_q_type=scalar_types.float8_e4m3fn
+  (utils/marlin_utils_fp8.py@v0.9.0 L36-76; is_fp8_marlin_supported: has_device_capability(80), L18-19). So the
+  int4 Marlin kernel model (marlin.py) is reused for the large-M ceiling.
 * vLLM, block-quantised FP8 (weight_block_size, DeepSeek-V3) and FP8 MoE experts: 0.9.0. Through 0.8.5.post1
   Fp8LinearMethod sets ``use_marlin = False`` when block_quant ('Marlin doesn't support block-wise fp8',
   fp8.py@v0.8.5.post1 L182-185), leaving the Triton w8a8 block matmul, and Fp8MoEMethod has no Marlin branch at all
