@@ -94,9 +94,10 @@ names them 'int4' or 'int4-g<group>')."""
 FP8_MARLIN_FORMAT = "fp8-marlin"
 """The weight-only FP8 format vLLM (0.5.1+) and SGLang (0.5.1+) run through Marlin on sm80-sm88 (fp8_marlin.py names
 it so only where the release has the path): its fp8_marlin.cu / gptq_marlin_gemm(float8_e4m3fn) is this kernel
-family, 64-row problems and the same large-batch tiles, so the int4 ceiling above is taken for it too. The
-figure was timed on int4 weights; 8-bit tiles move twice the weight bytes a tile, which matters where the GEMM
-is memory-bound (the roofline's weight term, at 1 byte a weight), not at the compute ceiling."""
+family, 64-row problems and the same large-batch tiles, so the int4 ceiling above is taken for it too. An
+assumption: the figure was timed on int4 weights; an 8-bit tile loads twice the weight bytes and dequantises with
+fewer operations a weight (4 fp8 a 32-bit word, bit shifts: fp8_marlin.cu dequant_8bit), and no large-M figure of
+the FP8 kernel was found (vllm PR 5975 shows end-to-end latency plots only). Not fitted: no row is validated."""
 
 
 def runs_marlin(release: EngineRelease, fabric: Accelerator | None, fmt_name: str, moe: bool = False) -> bool:
