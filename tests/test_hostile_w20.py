@@ -14,7 +14,10 @@ Found, each fixed where every door passes (one line naming the field, exit 2):
     control test (`catalog --filter 'llama\\u202e'`: 0 models, exit 0; the web's ?filter= alike): schema/types.name;
 (5) CUDA-only training options on Intel Gaudi and Huawei Ascend parts (CUDA graphs, DeepEP / HybridEP, Transformer
     Engine's te-ce and offloading, and qlora on Ascend) were answered, exit 0, where a TPU refuses them
-    (schema/vendor_rules.py); MI300X (ROCm) keeps them.
+    (schema/vendor_rules.py); MI300X (ROCm) keeps them;
+(6) `profile --sweep --sweep-budget 10` ran its base run whatever the budget (224 s of pythia-70m on the CPU, then
+    'runs measured 1 of 4', exit 0): the base run now stops at the first step past the budget and the sweep is
+    refused naming sweep_budget, nothing written (profile/trial.py PastDeadline, profile/sweep.py).
 """
 
 import pytest
@@ -156,3 +159,48 @@ def test_5_what_those_parts_run_and_rocm_parts_stay_answered(run_cli, gpu, optio
     """bitsandbytes has a Gaudi backend; torch_npu / Gaudi allocators; stated defaults; ROCm runs the CUDA code."""
     code, out, err = run_cli("train", "--model", "mixtral-8x7b", "--gpus", "512", "--gpu", gpu, *option)
     assert code == 0 and "error" not in err, err
+
+
+# ---- (6) the sweep's base run and its budget ------------------------------------------------------------------------
+
+def test_6_a_trial_stops_at_its_deadline_with_nothing_written(tmp_path):
+    """A real CPU trial (torchtitan's debugmodel, one layer) given a deadline already past stops after its first
+    step (of 5): PastDeadline(1, 5), no measurement file."""
+    pytest.importorskip("torch")
+    import time
+
+    from helpers import debugmodel_config
+
+    from gpuplan.profile.trial import PastDeadline, run_trial
+    from gpuplan.profile.trial_plan import TrialSettings
+
+    out = tmp_path / "m.json"
+    settings = TrialSettings(model=debugmodel_config(tmp_path), layers=1, micro_batch=1, seq_len=64, steps=4,
+                             warmup=1, device="cpu")
+    with pytest.raises(PastDeadline) as past:
+        run_trial(settings, out, deadline=time.perf_counter())
+    assert (past.value.done, past.value.total) == (1, 5) and past.value.step_s > 0 and not out.exists()
+
+
+def test_6_a_sweep_whose_base_run_passes_the_budget_is_refused(run_cli, tmp_path, monkeypatch):
+    """The sweep hands the base run (and only it) the deadline start + budget; a base run past it ends the sweep on
+    one line naming sweep_budget, with what the base run took and would need (2 of 13 steps in 4 s: 4 + 11 x 2 s)."""
+    from gpuplan.profile.trial import PastDeadline
+
+    deadlines = []
+
+    def base_past_budget(settings, out, deadline=None):
+        deadlines.append(deadline)
+        raise PastDeadline(2, 13, 2.0)
+
+    from gpuplan.profile import sweep as SW
+    from gpuplan.profile.trial_plan import TrialSettings
+
+    monkeypatch.setattr("gpuplan.profile.trial.run_trial", base_past_budget)
+    clock = iter([0.0, 0.0, 0.0])  # the sweep's start, its budget left, the run's start; then 4 s later
+    monkeypatch.setattr(SW.time, "perf_counter", lambda: next(clock, 4.0))
+    with pytest.raises(Exception) as refused:
+        SW.run_sweep(TrialSettings(model="m", micro_batch=1, seq_len=64), tmp_path / "s", budget_s=10.0)
+    assert getattr(refused.value, "field", None) == "sweep_budget" and len(deadlines) == 1
+    assert deadlines[0] == 10.0  # start 0 + budget
+    assert "2 of 13 steps (warm-up included) in 4 s, nothing written; give at least ~26 s" in str(refused.value)

@@ -42,7 +42,7 @@ def test_expected_wall_scales_with_tokens_and_recompute():
 
 
 def _fake_trial(calls, fail_on=None, exc=None):
-    def run_trial(settings, out):
+    def run_trial(settings, out, deadline=None):  # deadline: the base run's budget (wave 20)
         calls.append(settings)
         if fail_on is not None and len(calls) == fail_on:
             raise exc

@@ -109,7 +109,7 @@ def sweep_report(runs: list[SweepRun], out_dir: str):
 
 def run_sweep(base: TrialSettings, out_dir: str | Path, budget_s: float = DEFAULT_BUDGET_S) -> list[SweepRun]:
     """Run the sweep into ``out_dir`` (one measurement file per run that finished)."""
-    from gpuplan.profile.trial import run_trial
+    from gpuplan.profile.trial import PastDeadline, run_trial
 
     folder = Path(out_dir)
     folder.mkdir(parents=True, exist_ok=True)
@@ -121,8 +121,10 @@ def run_sweep(base: TrialSettings, out_dir: str | Path, budget_s: float = DEFAUL
             continue
         path = folder / f"sweep-{i + 1:02d}-{label}.json"
         t0 = time.perf_counter()
-        try:
-            data = run_trial(settings, path)
+        try:  # the base run has no expected time: it stops at the budget (wave 20: a 10 s budget ran it 224 s)
+            data = run_trial(settings, path, start + budget_s if base_wall is None else None)
+        except PastDeadline as past:
+            _over_budget(budget_s, past, time.perf_counter() - start)
         except InputError as exc:  # the estimate says it does not fit: not tried
             if exc.field == "peak_tflops":  # the user's --peak-tflops, below what a run computed (trial.
                 raise  # _check_given_peak): wrong for every run, so the sweep's one-line refusal (wave 19)
@@ -140,3 +142,14 @@ def run_sweep(base: TrialSettings, out_dir: str | Path, budget_s: float = DEFAUL
         results.append(SweepRun(label, settings, "ok", "", str(path), res["step_time_s"]["median"],
                                 res["estimate"].get("step_time_s"), wall))
     return results
+
+
+def _over_budget(budget_s: float, past, elapsed: float) -> None:
+    """The sweep's refusal when its base run (the one every later run's expected time is scaled from) passes the
+    budget: nothing was measured or written (the --out folder was made before any work, adapters.files.
+    check_out_folder, as for the sweep's other refusals)."""
+    budget = int(budget_s) if float(budget_s).is_integer() else budget_s
+    need = elapsed + (past.total - past.done) * past.step_s
+    raise InputError("sweep_budget", budget, f"the base run alone passed it: {past.done} of {past.total} steps "
+                     f"(warm-up included) in {elapsed:.0f} s, nothing written; give at least ~{need:.0f} s for the "
+                     "base run, or fewer --steps / --warmup, a shorter --seq-len or fewer --layers")

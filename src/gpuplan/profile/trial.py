@@ -46,9 +46,19 @@ FLOPS_DEFINITION = ("gpuplan.core.time.step.model_flops_per_token: exact matmul 
                     "MFU convention), x3 for forward+backward; hardware FLOPs add recomputation")
 
 
-def run_trial(settings: TrialSettings, out: str | Path | None = None) -> dict:
+class PastDeadline(Exception):
+    """A trial stopped between steps at its ``deadline`` (run_trial): nothing written. ``done`` of ``total`` steps
+    (warm-up included) ran, the last in ``step_s`` seconds."""
+
+    def __init__(self, done: int, total: int, step_s: float):
+        super().__init__(f"{done} of {total} steps")
+        self.done, self.total, self.step_s = done, total, step_s
+
+
+def run_trial(settings: TrialSettings, out: str | Path | None = None, deadline: float | None = None) -> dict:
     """Run the trial in this process (alone, or as one rank of a torchrun job) and return the
-    measurement dict; rank 0 writes it to ``out`` (atomically) when given."""
+    measurement dict; rank 0 writes it to ``out`` (atomically) when given. ``deadline`` (time.perf_counter
+    seconds; a sweep's time budget, profile.sweep): PastDeadline once a step ends past it, on every rank alike."""
     settings.validate()
     config, model_id = model_config(settings.model)
     full_layers = layer_count(config)
@@ -67,7 +77,7 @@ def run_trial(settings: TrialSettings, out: str | Path | None = None) -> dict:
         usable, usable_how = R.device_memory(rt)
         sharing = rt.local_world_size if rt.device_type == "cpu" else 1
         estimate = check_fits(settings, config, model_id, rt.world_size, parallelism, rt.device_type, usable, sharing)
-        data = _measure(rt, transformers, settings, measured_config, parallelism)
+        data = _measure(rt, transformers, settings, measured_config, parallelism, deadline)
         _check_given_peak(settings, data["results"], data["environment"]["peak_dtype"])  # before anything is written
         data["config"].update(model=model_id, model_source=settings.model, config_num_layers=full_layers,
                               hf_config=measured_config)
@@ -97,7 +107,8 @@ def _precision(rt, settings: TrialSettings):
     return replace(settings, precision=choice.precision), choice
 
 
-def _measure(rt, transformers, settings: TrialSettings, hf_config: dict, parallelism: str) -> dict:
+def _measure(rt, transformers, settings: TrialSettings, hf_config: dict, parallelism: str,
+             deadline: float | None = None) -> dict:
     from gpuplan.profile import _trial_runtime as R
 
     torch = rt.torch
@@ -126,6 +137,9 @@ def _measure(rt, transformers, settings: TrialSettings, hf_config: dict, paralle
         rt.sync()
         if i >= settings.warmup:
             times.append(time.perf_counter() - t0)
+        total = settings.warmup + settings.steps  # past the deadline with steps left: stop (the last one ends it)
+        if deadline is not None and i + 1 < total and R.reduce_max(rt, [float(time.perf_counter() > deadline)])[0]:
+            raise PastDeadline(i + 1, total, time.perf_counter() - t0)  # every rank reads one maximum: all stop
     times = R.reduce_max(rt, times)
     memory = _memory(rt, model, optimizer, input_ids, cast, parallelism)
     bench = R.cpu_microbenchmarks(torch, compute_dtype) if rt.device_type == "cpu" else None
