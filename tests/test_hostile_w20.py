@@ -17,7 +17,10 @@ Found, each fixed where every door passes (one line naming the field, exit 2):
     (schema/vendor_rules.py); MI300X (ROCm) keeps them;
 (6) `profile --sweep --sweep-budget 10` ran its base run whatever the budget (224 s of pythia-70m on the CPU, then
     'runs measured 1 of 4', exit 0): the base run now stops at the first step past the budget and the sweep is
-    refused naming sweep_budget, nothing written (profile/trial.py PastDeadline, profile/sweep.py).
+    refused naming sweep_budget, nothing written (profile/trial.py PastDeadline, profile/sweep.py);
+(7) speculative decoding beside --pp (every SGLang build with PP) or LoRA (SGLang 0.5.6, but ngram) was answered
+    where SGLang's server_args.check_server_args refuses the pair (schema/serving_rules.check_speculative_pairs);
+    vLLM 0.29 runs both (config/vllm.py falls back to the V1 runner) and stays answered.
 """
 
 import pytest
@@ -204,3 +207,39 @@ def test_6_a_sweep_whose_base_run_passes_the_budget_is_refused(run_cli, tmp_path
     assert getattr(refused.value, "field", None) == "sweep_budget" and len(deadlines) == 1
     assert deadlines[0] == 10.0  # start 0 + budget
     assert "2 of 13 steps (warm-up included) in 4 s, nothing written; give at least ~26 s" in str(refused.value)
+
+
+# ---- (7) speculative decoding beside PP or LoRA where SGLang refuses it --------------------------------------------
+
+@pytest.mark.parametrize("engine, speculative", [
+    ("sglang", {"speculative": "eagle"}), ("sglang", {"speculative": "ngram", "spec_acceptance": 0.5}),
+    ("sglang==0.5.5", {"speculative": "draft", "draft_model": "llama-3.2-1b"}),
+    ("sglang==0.4.6.post2", {"speculative": "eagle"})])  # ngram from 0.5.3, draft from 0.5.2 (inputs_releases)
+def test_7_speculative_with_pipeline_parallelism_under_sglang_is_refused(run_cli, client, tmp_path, engine,
+                                                                        speculative):
+    """server_args.py check_server_args asserts speculative_algorithm is None with pp_size > 1 in every build with
+    --pp-size (0.4.6.post2 L1274-1281 ... 0.5.6 L3977-3982). Before: answered, exit 0."""
+    four_door_refusal(run_cli, client, tmp_path, "infer", "inference",
+                      {"model": "llama-3.1-8b", "gpu": "h100", "engine": engine, "pp": 2, "gpus": 2, **speculative},
+                      "speculative", "refuses speculative decoding with pipeline parallelism")
+
+
+@pytest.mark.parametrize("speculative", [{"speculative": "eagle"}, {"speculative": "draft",
+                                                                     "draft_model": "llama-3.2-1b"}])
+@pytest.mark.parametrize("lora", [{"enable_lora": True}, {"max_loras": 2}])
+def test_7_lora_beside_a_model_drafter_under_sglang_0_5_6_is_refused(run_cli, client, tmp_path, speculative, lora):
+    """server_args.py@0.5.6 L4141-4146: 'Currently LoRA is only compatible with NGRAM speculative decoding.'"""
+    four_door_refusal(run_cli, client, tmp_path, "infer", "inference",
+                      {"model": "llama-3.1-8b", "gpu": "h100", "engine": "sglang", **lora, **speculative},
+                      "speculative", "refuses LoRA beside ")
+
+
+@pytest.mark.parametrize("args", [("--engine", "sglang", "--enable-lora", "--speculative", "ngram", "--spec-acceptance",
+                                   "0.5"),
+                                  ("--engine", "sglang==0.5.5", "--enable-lora", "--speculative", "eagle"),
+                                  ("--engine", "vllm", "--enable-lora", "--speculative", "eagle"),
+                                  ("--engine", "vllm", "--pp", "2", "--gpus", "2", "--speculative", "eagle3"),
+                                  ("--engine", "sglang", "--pp", "2", "--gpus", "2")])
+def test_7_the_pairs_the_engines_run_stay_answered(run_cli, args):
+    code, out, err = run_cli("infer", "--model", "llama-3.1-8b", "--gpu", "h100", "--no-search", *args)
+    assert code == 0 and "error" not in err, err

@@ -10,6 +10,7 @@ check_prefix_hit, runs where the prompt is known, jobs.inference.resolve).
   (core.serving.request_path.chat_template_seconds: vLLM 0.11.0's per-request template parse). Elsewhere the answer
   was byte for byte the completions one: the prompt gpuplan times is the engine's tokens (--prompt / --context,
   the template's tokens included where the user counts them), and the render itself (~0.05 ms) is not costed.
+- ``--speculative`` beside ``--pp`` or LoRA where SGLang refuses the pair (check_speculative_pairs).
 - ``--prefix-hit`` on a prompt too short to hold one cached token: gpuplan caches floor(hit x prompt) tokens
   (core.serving.roofline.prefill_time, jobs.inference.serving.max_sequences), so `--prefix-hit 0.99 --prompt 1`
   cached none and changed only the TTFT line's label ('99% of it cached').
@@ -61,13 +62,38 @@ def check_endpoint(endpoint: str, release) -> None:
                      f"(core/serving/request_path.py): leave it out, or give --engine vllm=={first}")
 
 
+SGLANG_LORA_SPECULATIVE_SINCE = (0, 5, 6)
+"""The first SGLang build that refuses LoRA beside a speculative method other than ngram: server_args.py@0.5.6
+L4141-4146 check_server_args ('Currently LoRA is only compatible with NGRAM speculative decoding.'); the 0.5.2 and
+0.5.5 wheels have no such check (read 2026-12-07, pip download --no-deps sglang==X)."""
+
+
+def check_speculative_pairs(speculative: str, pp: int, lora: bool, release) -> None:
+    """InputError naming ``speculative`` where the SGLang ``release`` refuses it beside pipeline parallelism or LoRA
+    (wave 20; both were answered). vLLM refuses neither: 0.29.0 runs EAGLE-3 and ngram with pp > 1 on its V1 model
+    runner (config/vllm.py@v0.29.0 L2562-2590, L668-675: 'Model Runner V2 does not yet support ...; using the V1 model
+    runner instead'), whose speculative config checks no PP or LoRA (config/speculative.py@v0.29.0)."""
+    if release.engine != "sglang" or speculative == "none":
+        return
+    if pp > 1:  # every SGLang build with --pp-size: server_args.py@0.4.6.post2 L1274-1281, @0.5.6 L3977-3982
+        raise InputError("speculative", speculative, f"{release.label} refuses speculative decoding with pipeline "
+                         "parallelism (server_args.py check_server_args: 'Pipeline parallelism is not compatible with "
+                         "overlap schedule, speculative decoding, mixed chunked prefill.'): give --tp instead of --pp, "
+                         "or leave --speculative out")
+    if lora and speculative != "ngram" and release.version >= SGLANG_LORA_SPECULATIVE_SINCE:
+        raise InputError("speculative", speculative, f"{release.label} refuses LoRA beside {speculative} ("
+                         "server_args.py@0.5.6 L4141-4146: 'Currently LoRA is only compatible with NGRAM speculative "
+                         "decoding.'): give --speculative ngram, or serve without adapters")
+
+
 def check_serving_options(inputs) -> None:
     """check_sampler and check_endpoint for an infer ask (InferenceInputs): each only where stated (a stated default,
-    --sampler auto / --endpoint completions, is answered)."""
+    --sampler auto / --endpoint completions, is answered); check_speculative_pairs."""
     if inputs.stated_otherwise("sampler"):
         check_sampler(inputs.sampler, inputs.release)
     if inputs.stated_otherwise("endpoint"):
         check_endpoint(inputs.endpoint, inputs.release)
+    check_speculative_pairs(inputs.speculative, inputs.pp_degree, inputs.lora_enabled, inputs.release)
 
 
 def check_prefix_hit(prefix_hit: float, prompt: int) -> None:
