@@ -20,7 +20,10 @@ Found, each fixed where every door passes (one line naming the field, exit 2):
     refused naming sweep_budget, nothing written (profile/trial.py PastDeadline, profile/sweep.py);
 (7) speculative decoding beside --pp (every SGLang build with PP) or LoRA (SGLang 0.5.6, but ngram) was answered
     where SGLang's server_args.check_server_args refuses the pair (schema/serving_rules.check_speculative_pairs);
-    vLLM 0.29 runs both (config/vllm.py falls back to the V1 runner) and stays answered.
+    vLLM 0.29 runs both (config/vllm.py falls back to the V1 runner) and stays answered;
+(8) `infer --decode-attention` on a multi-head (llama-2-7b) or MLA (deepseek-v2-lite) model changed nothing under
+    any engine (core/serving/roofline.kv_reads_per_step reads the cache once a KV head either way): refused
+    (schema/serving_rules.check_decode_attention, from jobs/inference/resolve.py where the model is known).
 """
 
 import pytest
@@ -243,3 +246,23 @@ def test_7_lora_beside_a_model_drafter_under_sglang_0_5_6_is_refused(run_cli, cl
 def test_7_the_pairs_the_engines_run_stay_answered(run_cli, args):
     code, out, err = run_cli("infer", "--model", "llama-3.1-8b", "--gpu", "h100", "--no-search", *args)
     assert code == 0 and "error" not in err, err
+
+
+# ---- (8) --decode-attention where both kernels read the cache alike --------------------------------------------------
+
+@pytest.mark.parametrize("model, value, fragment", [("llama-2-7b", "grouped", "as many KV heads as query heads (32)"),
+                                                    ("llama-2-7b", "per-query-head", "as many KV heads"),
+                                                    ("deepseek-v2-lite", "per-query-head", "MLA model's latent cache")])
+def test_8_decode_attention_on_mha_or_mla_is_refused_at_every_door(run_cli, client, tmp_path, model, value, fragment):
+    """Before: the answer identical with grouped and per-query-head (vLLM 0.29, vLLM 0.2.4, TensorRT-LLM; batch 1 and
+    64), exit 0."""
+    four_door_refusal(run_cli, client, tmp_path, "infer", "inference",
+                      {"model": model, "gpu": "h100", "decode_attention": value}, "decode_attention", fragment)
+
+
+def test_8_decode_attention_moves_a_gqa_answer(run_json):
+    """On a GQA model (llama-3-8b: 8 KV heads for 32 query heads) the per-query-head kernel reads the cache 4x."""
+    args = ("infer", "--model", "llama-3-8b", "--gpu", "h100", "--no-search", "--batch", "64")
+    grouped = run_json(*args, "--decode-attention", "grouped")["results"]["tpot"]
+    per_head = run_json(*args, "--decode-attention", "per-query-head")["results"]["tpot"]
+    assert per_head > grouped

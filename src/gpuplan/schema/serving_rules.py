@@ -11,6 +11,9 @@ check_prefix_hit, runs where the prompt is known, jobs.inference.resolve).
   was byte for byte the completions one: the prompt gpuplan times is the engine's tokens (--prompt / --context,
   the template's tokens included where the user counts them), and the render itself (~0.05 ms) is not costed.
 - ``--speculative`` beside ``--pp`` or LoRA where SGLang refuses the pair (check_speculative_pairs).
+- ``--decode-attention`` on a model whose KV cache both kernels read alike: multi-head attention (as many KV heads as
+  query heads: one read a head either way) or MLA (its latent cache is read once whatever the heads:
+  core.serving.roofline.per_query_head): the answer was the same for either value (check_model_options).
 - ``--prefix-hit`` on a prompt too short to hold one cached token: gpuplan caches floor(hit x prompt) tokens
   (core.serving.roofline.prefill_time, jobs.inference.serving.max_sequences), so `--prefix-hit 0.99 --prompt 1`
   cached none and changed only the TTFT line's label ('99% of it cached').
@@ -110,3 +113,25 @@ def check_prefix_hit(prefix_hit: float, prompt: int) -> None:
     larger = f", a --prefix-hit of at least {hit:g}" if hit <= 0.99 else ""  # 0.99 at most: none on 1 token
     raise InputError("prefix_hit", prefix_hit, f"caches no token of a {prompt:,}-token prompt (floor({prefix_hit:g} "
                      f"x {prompt:,}) = 0): give a prompt of at least {least:,} tokens{larger}, or leave it out")
+
+
+def check_decode_attention(decode_attention: str | None, attention) -> None:
+    """InputError naming ``decode_attention`` where ``attention`` (core.model.spec's attention of the model) makes
+    both kernels read the cache alike (module docstring)."""
+    if decode_attention is None:
+        return
+    if attention.is_mla:
+        why = "an MLA model's latent cache is read once a layer whichever kernel"
+    elif attention.num_kv_heads == attention.num_heads:
+        why = f"with as many KV heads as query heads ({attention.num_heads}) each head's cache is read once either way"
+    else:
+        return
+    raise InputError("decode_attention", decode_attention, f"changes nothing here: {why}; it applies to GQA / MQA "
+                     "models (fewer KV heads than query heads): leave it out")
+
+
+def check_model_options(inputs, spec, prompt: int) -> None:
+    """The rules that need the resolved model and prompt (jobs.inference.resolve): check_prefix_hit and
+    check_decode_attention."""
+    check_prefix_hit(inputs.prefix_hit, prompt)
+    check_decode_attention(inputs.decode_attention, spec.attention)

@@ -17,7 +17,7 @@ from gpuplan.core.serving.tp_span import host_gpus, node_ranks, spans_domains
 from gpuplan.core.hardware import Accelerator
 from gpuplan.core.model.spec import ModelSpec
 from gpuplan.errors import InputError
-from gpuplan.schema.serving_rules import check_prefix_hit
+from gpuplan.schema.serving_rules import check_model_options
 from gpuplan.jobs.inference import inputs_releases as IR
 from gpuplan.jobs.inference.quant_config import (  # noqa: F401 (re-exported: callers import them from here)
     weight_format_from_hf,
@@ -93,7 +93,7 @@ def resolve_plan(inputs: InferenceInputs) -> Plan:
     if not 1 <= output < context:
         raise InputError("output_tokens", output, f"must be at least 1 and below the context ({context})")
     check_learned_context(spec, context, inputs.prompt, output)
-    check_prefix_hit(inputs.prefix_hit, context - output)  # a hit that caches no token (hostile wave 20)
+    check_model_options(inputs, spec, context - output)  # --prefix-hit / --decode-attention inert here (wave 20)
     IR.check_prefill_chunks(inputs.prefill_tokens, context, inputs.release)  # vLLM before chunked prefill
     K.kv_heads_per_gpu(spec.attention, inputs.tp_degree)  # tp vs heads / KV heads: one clear line
     if inputs.pp_degree > spec.num_layers:
