@@ -14,7 +14,8 @@ Found, each fixed where every door passes (one line naming the field, exit 2):
     control test (`catalog --filter 'llama\\u202e'`: 0 models, exit 0; the web's ?filter= alike): schema/types.name;
 (5) CUDA-only training options on Intel Gaudi and Huawei Ascend parts (CUDA graphs, DeepEP / HybridEP, Transformer
     Engine's te-ce and offloading, and qlora on Ascend) were answered, exit 0, where a TPU refuses them
-    (schema/vendor_rules.py); MI300X (ROCm) keeps them;
+    (schema/vendor_rules.py); MI300X (ROCm) keeps them; `memory --gpu h100 --compare h100,tpu-v5p --loss te-ce`
+    (or a Gaudi / Ascend part) sized the compared row as if it ran them: now refused naming compare;
 (6) `profile --sweep --sweep-budget 10` ran its base run whatever the budget (224 s of pythia-70m on the CPU, then
     'runs measured 1 of 4', exit 0): the base run now stops at the first step past the budget and the sweep is
     refused naming sweep_budget, nothing written (profile/trial.py PastDeadline, profile/sweep.py);
@@ -266,3 +267,23 @@ def test_8_decode_attention_moves_a_gqa_answer(run_json):
     grouped = run_json(*args, "--decode-attention", "grouped")["results"]["tpot"]
     per_head = run_json(*args, "--decode-attention", "per-query-head")["results"]["tpot"]
     assert per_head > grouped
+
+
+
+@pytest.mark.parametrize("part, option", [("tpu-v5p", {"loss": "te-ce"}), ("tpu-v5p", {"finetune": "qlora"}),
+                                          ("gaudi3", {"offload_layers": 2}), ("ascend-910b", {"finetune": "qlora"})])
+def test_5_a_compared_part_that_does_not_run_the_option_is_refused(run_cli, client, tmp_path, part, option):
+    """Before: the compared row printed, sized as if Transformer Engine / bitsandbytes ran there (as wave 18 refused
+    a compared part with no path for the recipe's dtype, jobs.memory.schema._check_compared_recipe)."""
+    (field, value), = option.items()
+    four_door_refusal(run_cli, client, tmp_path, "memory", "memory",
+                      {"model": "mixtral-8x7b", "gpu": "h100", "compare": f"h100,{part}", **option}, "compare",
+                      f"does not run --{field.replace('_', '-')} {value} (")
+
+
+@pytest.mark.parametrize("part, option", [("gaudi3", ("--finetune", "qlora")), ("mi300x", ("--loss", "te-ce")),
+                                          ("tpu-v5p", ("--cuda-context-gib", "1"))])
+def test_5_compared_parts_that_run_it_or_ignore_it_stay_answered(run_cli, part, option):
+    code, out, err = run_cli("memory", "--model", "mixtral-8x7b", "--gpu", "h100", "--compare", f"h100,{part}",
+                             *option)
+    assert code == 0 and part in out, err

@@ -46,23 +46,62 @@ OWN_WORDS = {"finetune": "is a 4-bit NF4 base through bitsandbytes' Linear4bit (
 """What an option is where tpu_rules' words name the TPU's own lack (qlora's 'no XLA')."""
 
 
-def check_vendor_options(inputs) -> None:
-    """A training ask (a job schema with ``framework``) whose --gpu is an Intel Gaudi or Huawei Ascend part: the
-    CUDA-only options NOT_ON_HPU_NPU names, each at a value other than its default, refused in one line."""
-    if "framework" not in type(inputs).model_fields:
-        return
-    gpu = accelerator(getattr(inputs, "gpu", None))
-    if gpu is None or gpu.vendor not in OFF_CUDA_VENDORS:
-        return
-    for name, values, what, _ in CUDA_ONLY_OPTIONS:
-        if name not in NOT_ON_HPU_NPU:
+def _cannot_run(inputs, gpu, fields) -> tuple[str, object, str, str] | None:
+    """(field, value, what it is, what is valid) of the first of ``fields`` (CUDA_ONLY_OPTIONS names) given at a
+    value the part ``gpu`` does not run: on a TPU every one of them, on Intel / Huawei parts NOT_ON_HPU_NPU's."""
+    for name, values, what, tpu_valid in CUDA_ONLY_OPTIONS:
+        if name not in fields:
             continue
-        vendors, valid = NOT_ON_HPU_NPU[name]
-        if gpu.vendor not in (vendors or OFF_CUDA_VENDORS):
+        if gpu.runs_xla:
+            valid = tpu_valid
+        elif name in NOT_ON_HPU_NPU and gpu.vendor in (NOT_ON_HPU_NPU[name][0] or OFF_CUDA_VENDORS):
+            valid = NOT_ON_HPU_NPU[name][1]
+        else:
             continue
         shown = getattr(inputs, name, None)
         named = shown not in (None, False) if values is None else shown in values
         if inputs.stated_otherwise(name, STATED_DEFAULTS.get(name)) and named:
-            article = "an" if gpu.name[:1] in "AEIOU" else "a"
-            raise InputError(name, shown, f"{OWN_WORDS.get(name, what)}, which {article} {gpu.name} does not run "
-                             f"(PyTorch runs there through {OFF_CUDA_VENDORS[gpu.vendor]}, not CUDA or ROCm): {valid}")
+            return name, shown, OWN_WORDS.get(name, what) if not gpu.runs_xla else what, valid
+    return None
+
+
+def check_vendor_options(inputs) -> None:
+    """A training ask (a job schema with ``framework``) whose --gpu is an Intel Gaudi or Huawei Ascend part: the
+    CUDA-only options NOT_ON_HPU_NPU names, each at a value other than its default, refused in one line; and
+    check_compared_parts."""
+    if "framework" not in type(inputs).model_fields:
+        return
+    check_compared_parts(inputs)
+    gpu = accelerator(getattr(inputs, "gpu", None))
+    if gpu is None or gpu.vendor not in OFF_CUDA_VENDORS:
+        return
+    found = _cannot_run(inputs, gpu, NOT_ON_HPU_NPU)
+    if found:
+        name, shown, what, valid = found
+        article = "an" if gpu.name[:1] in "AEIOU" else "a"
+        raise InputError(name, shown, f"{what}, which {article} {gpu.name} does not run (PyTorch runs there through "
+                         f"{OFF_CUDA_VENDORS[gpu.vendor]}, not CUDA or ROCm): {valid}")
+
+
+COMPARED_ROW_OPTIONS = ("loss", "finetune", "offload_layers", "ep_dispatcher", "flex_backend")
+"""The CUDA-only options that change a `memory --compare` row's own figure (its tensors): a TPU, Gaudi or Ascend row
+was sized as if it ran Transformer Engine's te-ce or offloading, bitsandbytes' NF4 base or DeepEP (wave 20:
+`--gpu h100 --compare h100,tpu-v5p --loss te-ce` printed the TPU row). The CUDA context, NCCL buffer and allocator
+options are not among them: a TPU row counts none of those (tpu_rules' XLA words), the --gpu row reads them."""
+
+
+def check_compared_parts(inputs) -> None:
+    """A part given in `memory --compare` that does not run one of COMPARED_ROW_OPTIONS as asked is refused naming
+    compare, as a part with no path for the recipe's dtype is (jobs.memory.schema._check_compared_recipe; wave 18).
+    The default table (compare not given) keeps its rows."""
+    if "compare" not in getattr(inputs, "given", ()):
+        return
+    for name in inputs.compare:
+        part = accelerator(name)
+        if part is None or not (part.runs_xla or part.vendor in OFF_CUDA_VENDORS):
+            continue
+        found = _cannot_run(inputs, part, COMPARED_ROW_OPTIONS)
+        if found:
+            field, shown, what, _ = found
+            raise InputError("compare", name, f"{part.name} does not run --{field.replace('_', '-')} {shown} "
+                             f"({what.removeprefix('is ')}): leave the part out of --compare, or the option out")
