@@ -53,8 +53,10 @@ def test_expert_tensor_parallel_one_gives_the_experts_tp_more_ranks():
     share = (EXPERTS / 8) / (DENSE / 2 + EXPERTS / 8)  # params_per_gpu: dense / tp, experts / ep
     etp1 = optimizer_shards(spec, replace(SETTINGS, expert_tp=1), 1, data=32, tp=2, pp=1, ep=8)
     assert etp1 == pytest.approx(1 / ((1 - share) / 32 + share / 8), rel=1e-12)
+    # etp = tp (Megatron-Core's default): each expert split over the 2 tp ranks too, experts / (ep x etp) a GPU
+    share_tp = (EXPERTS / 16) / (DENSE / 2 + EXPERTS / 16)
     assert optimizer_shards(spec, SETTINGS, 1, data=32, tp=2, pp=1, ep=8) == pytest.approx(
-        1 / ((1 - share) / 32 + share / 4), rel=1e-12)
+        1 / ((1 - share_tp) / 32 + share_tp / 4), rel=1e-12)
 
 
 def test_a_dense_model_and_lora_shard_over_the_data_ranks():

@@ -72,7 +72,9 @@ def test_a_deadline_met_on_more_gpus_than_it_needs_searches_the_larger_sizes_onc
     tried each larger common size in turn, and each refusal below the first that fits searched every larger size
     again for its message's hint (planner.plan.smallest_fitting_count): `train qwen3-30b-a3b --gpu l4 --tokens 1e9
     --days 1e4` took 3.4 s (before: a search after 1, 2, 3, 4, 6, 8, ... GPUs; on tpu-v5e 4.7 s). It goes to the
-    size the first refusal names; the answer is unchanged (40 L4s, dp 20 x cp 2, ep 4, ZeRO-3, full recompute)."""
+    size the first refusal names; the answer is unchanged (40 L4s, dp 20 x cp 2, ep 4, ZeRO-3, full recompute). Since
+    the experts are split by expert TP (etp = tp, Megatron-Core's default: core.expert_layout) 32 L4s fit: dp 4 x tp 4
+    x cp 2, ep 2, ZeRO-3, full recompute."""
     from gpuplan.planner import plan as P
 
     calls = []
@@ -80,7 +82,8 @@ def test_a_deadline_met_on_more_gpus_than_it_needs_searches_the_larger_sizes_onc
     monkeypatch.setattr(P, "smallest_fitting_count", lambda *a, **k: calls.append(a[1]) or counted(*a, **k))
     results = estimate_training({"model": "qwen3-30b-a3b", "gpu": "l4", "tokens": int(1e9), "days": 1e4}
                                 ).to_dict()["results"]
-    assert results["gpus"] == 40 and results["mem_layout"]["dp"] == 20, results["mem_layout"]
+    assert results["gpus"] == 32 and (results["mem_layout"]["dp"], results["mem_layout"]["tp"]) == (4, 4), \
+        results["mem_layout"]
     assert len(calls) <= 2, calls
 
 

@@ -11,7 +11,7 @@ from helpers import field_refusal
 
 from gpuplan.jobs.plan.completes import _aligned
 
-ASK = ("deepseek-v3", "--tp", "8", "--gpus", "768")
+ASK = ("deepseek-v3", "--tp", "8", "--gpus", "768", "--failure-rate", "3e-5")  # 3e-5: test_hostile_wave9's note
 
 
 def test_aligned_by_hand():
@@ -33,13 +33,16 @@ def test_the_batch_offered_answers(run_cli, run_json):
     81,920 tokens), answered 204.66 days with failures on 102.53 failure-free (1.996x; 1.999x since wave 12's step-model
     commits lengthened the step a little: the same batch, still within 2x). 6.6304e10 (809,375 granules) since
     31278dd5 charged tp 8's embedding / output-layer exchanges a micro-batch: the step is longer, so the batch within
-    twice the failure-free time is smaller; it answers 206.56 days with failures on 103.42 failure-free (1.997x)."""
+    twice the failure-free time is smaller; it answers 206.56 days with failures on 103.42 failure-free (1.997x).
+    Since the experts are split by expert TP (etp = tp under Megatron-Core, core.expert_layout) the step is shorter and
+    the default rate no longer refuses 9.9e11: at --failure-rate 3e-5 (the default's cited range) the offer is
+    5.83168e10 (711,875 granules), answering 154.39 days with failures on 77.21 failure-free (1.9995x)."""
     line = field_refusal(run_cli("train", *ASK, "--global-batch-tokens", "9.9e11"), "global_batch_tokens",
                          "completes with failures")
     offered = re.search(r"at most ([\d.e+,]+) tokens a step", line).group(1)
-    assert offered == "6.6304e+10", line
-    assert 6.6304e10 / 81_920 == 809_375
+    assert offered == "5.83168e+10", line
+    assert 5.83168e10 / 81_920 == 711_875
     data = run_json("train", *ASK, "--global-batch-tokens", offered)
     assert data["results"]["gpus"] == 768
     ratio = data["results"]["fail_wall_seconds"] / 86400 / data["results"]["wall_days_with_comm"]
-    assert 1 <= ratio <= 2 and ratio == pytest.approx(1.997, abs=1e-3)
+    assert 1 <= ratio <= 2 and ratio == pytest.approx(1.9995, abs=1e-3)

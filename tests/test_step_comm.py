@@ -28,7 +28,7 @@ def _costs(spec, settings, **layout):
     t_mb, t_attn, t_bwd, phases = microbatch_compute_time(spec, cluster, settings, lay["tp"], lay["cp"],
                                                           lay["micro_batch"], layers, head=False, ep=lay["ep"])
     return step_communication(spec, cluster, settings, **lay, layers=layers,
-                              trained_params=params_per_gpu(spec, lay["tp"], lay["pp"], lay["ep"]),
+                              trained_params=params_per_gpu(spec, lay["tp"], lay["pp"], lay["ep"], settings.expert_tp),
                               t_attn_mb=t_attn, t_bwd_gemm_mb=t_bwd, compute=t_mb * lay["micro_batches"],
                               moe_phases=phases)
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from gpuplan.core.expert_layout import expert_layout_fields
 from gpuplan.core.memory import training as M
 from gpuplan.core.memory.micro_batch_fit import activation_bytes_per_sample
 from gpuplan.core.time import step as S
@@ -116,7 +117,7 @@ def case_of(measurement) -> Case:
         raise InputError("gpus", m.world_size, f"must be a multiple of tp x pp = {m.tp * m.pp} ({m.source})")
     batch = m.global_batch if m.global_batch else m.micro_batch * m.dp
     layout = ParallelLayout(dp=m.dp, tp=m.tp, pp=m.pp, ep=m.ep, zero=m.zero, micro_batch=m.micro_batch,
-                            global_batch=batch)
+                            global_batch=batch, **expert_layout_fields(_expert_framework(m)))
     check_layout(spec, layout, seq_len=m.seq_len, framework=m.framework,
                  kv_subsharding=rules_for(m.framework).kv_subsharding)
     eager = m.framework == "hf"  # the trial's own step: transformers modules, torch.optim, op-level SAC
@@ -125,8 +126,15 @@ def case_of(measurement) -> Case:
                               **({"framework": "hf", "finetune": m.finetune, "lora_rank": m.lora_rank,
                                   "optimizer_impl": m.optimizer_impl,
                                   "attention_kernel": "eager" if m.attention == "eager" else "flash"} if eager else {}))
-    step = S.StepSettings(seq_len=m.seq_len, recompute=m.recompute, dtype=m.dtype, **eager_fields(m, spec))
+    step = S.StepSettings(seq_len=m.seq_len, recompute=m.recompute, dtype=m.dtype, expert_tp=layout.etp,
+                          **eager_fields(m, spec))
     return Case(spec, layout, memory, step, accelerator_of(m))
+
+
+def _expert_framework(m) -> str:
+    """Whose expert TP a measurement ran (core.expert_layout): a torchtitan log's, else Megatron-Core's default
+    (a Megatron log, a table, a trial: etp = tp; transformers runs no TP)."""
+    return m.framework or {"torchtitan": "torchtitan", "hf-trainer": "hf"}.get(m.kind, "generic")
 
 
 def eager_fields(m, spec: ModelSpec) -> dict:

@@ -26,6 +26,16 @@ class ParallelLayout:
     """Virtual stages per pipeline rank (interleaved 1F1B when > 1)."""
     cp: int = 1
     ep: int = 1
+    etp: int | None = None
+    """Expert tensor-parallel degree: how many ways each routed expert's matrices are split (Megatron-Core's
+    --expert-tensor-parallel-size); None = tp, Megatron-Core's default (megatron/training/arguments.py@d98e8a6
+    L587-588). Experts are laid out over etp x ep ranks of each pipeline stage, the expert data-parallel
+    group taking the rest: dp x cp x tp / (etp x ep) (parallel_state.py, expert rank order tp-ep-dp-pp)."""
+    experts_replicated_over_tp: bool = False
+    """DeepSpeed-MoE: each tensor-parallel rank keeps whole experts (deepspeed/moe/layer.py
+    enable_expert_tensor_parallelism=False, with etp 1) and the expert groups are carved from the
+    data-parallel ranks alone (deepspeed/utils/groups.py _create_expert_and_data_parallel): the expert
+    data-parallel group is dp x cp / ep."""
     zero: int = 0
     """0 = replicated (DDP), 1 = optimizer states, 2 = + gradients, 3 = + parameters (FSDP)."""
     shard_group: int | None = None
@@ -55,9 +65,27 @@ class ParallelLayout:
         return self.shard_group or self.dp * self.cp
 
     @property
-    def expert_state_shards(self) -> int:
-        """Ranks over which expert states are sharded: the data-parallel ranks left beside ep."""
-        return max(1, self.state_shards // self.ep)
+    def expert_tp(self):
+        """The expert tensor-parallel degree in force (etp, or tp where None)."""
+        return self.tp if self.etp is None else self.etp
+
+    @property
+    def expert_state_shards(self):
+        """Ranks over which expert states are sharded: the expert data-parallel group (state_shards x tp /
+        (etp x ep); DeepSpeed-MoE: state_shards / ep), at least 1."""
+        return expert_data_group(self.state_shards, self.tp, self.ep, self.expert_tp, self.experts_replicated_over_tp)
+
+
+def expert_data_group(data, tp, ep, etp, replicated_over_tp: bool = False):
+    """Ranks of the expert data-parallel group beside ``data`` (dp x cp, or an HSDP shard group) data-parallel
+    ranks: data x tp / (etp x ep), at least 1 — Megatron-Core's expert_data_parallel_size = world // (etp x ep x
+    pp) (parallel_state.py@core_v0.14.0 L697-717), torchtitan's efsdp = dp_shard x cp x tp / ep (etp 1,
+    distributed/parallel_dims.py@b5bcd76 L187-192, L282); DeepSpeed-MoE (``replicated_over_tp``): data / ep. Degrees may be
+    numpy arrays."""
+    import numpy as np
+
+    spanned = 1 if replicated_over_tp else np.asarray(tp) / etp
+    return np.maximum(np.asarray(data) * spanned / np.maximum(ep, 1), 1)
 
 
 def layers_per_stage(num_layers: int, pp: int) -> int:
@@ -134,6 +162,39 @@ def check_model_degrees(spec: ModelSpec, *, tp: int = 1, pp: int = 1, vpp: int =
                          f"into 2·cp load-balanced chunks)")
 
 
+def check_expert_layout(spec: ModelSpec, layout: ParallelLayout) -> None:
+    """Raise InputError where the experts cannot be laid out: etp x ep must divide dp x cp x tp, the ranks of a
+    pipeline stage (Megatron-Core's initialize_model_parallel asserts world % (etp x ep x pp) == 0,
+    parallel_state.py; torchtitan asserts ep divides dp_shard x cp x tp, parallel_dims.py@b5bcd76 L187-192), or ep
+    dp x cp where DeepSpeed-MoE carves it from the data-parallel ranks; etp must split each expert's width
+    (Megatron-Core's TEGroupedMLP shards moe_ffn_hidden_size over the expert TP group)."""
+    etp, data = layout.expert_tp, layout.dp * layout.cp
+    if layout.etp is not None:
+        if not isinstance(layout.etp, int) or layout.etp < 1:
+            raise InputError("etp", layout.etp, "must be a positive integer")
+        if spec.moe is None and layout.etp > 1:
+            raise InputError("etp", layout.etp, f"{spec.name} has no experts (dense); expert tensor parallelism "
+                             "must be 1 or left out")
+        if layout.experts_replicated_over_tp and layout.etp != 1:
+            raise InputError("etp", layout.etp, "DeepSpeed-MoE keeps whole experts on each tensor-parallel rank "
+                             "(enable_expert_tensor_parallelism off): give --etp 1 or leave it out")
+    if spec.moe is not None and spec.moe.expert_intermediate_size % etp:
+        raise InputError("etp" if layout.etp is not None else "tp", etp, f"must divide the expert width "
+                         f"({spec.moe.expert_intermediate_size:,}; expert tensor parallelism splits it)")
+    if layout.ep == 1:
+        return
+    if layout.experts_replicated_over_tp:
+        if data % layout.ep:
+            raise InputError("ep", layout.ep, f"must divide dp x cp = {data} (DeepSpeed-MoE carves expert "
+                             "parallelism out of the data-parallel ranks)")
+        return
+    ranks = data * layout.tp
+    if ranks % (etp * layout.ep):
+        raise InputError("ep", layout.ep, f"etp {etp} x ep {layout.ep} must divide dp x cp x tp = {ranks} (the experts "
+                         "are laid out over etp x ep of a pipeline stage's ranks"
+                         f"{'; etp = tp unless --etp is given' if layout.etp is None else ''})")
+
+
 def check_layout(spec: ModelSpec, layout: ParallelLayout, gpus: int | None = None,
                  seq_len: int | None = None, kv_subsharding: bool = False, framework: str = "") -> None:
     """Raise InputError naming the first constraint the layout breaks (``kv_subsharding``, ``framework``:
@@ -149,10 +210,7 @@ def check_layout(spec: ModelSpec, layout: ParallelLayout, gpus: int | None = Non
                          f"= {layout.world} GPUs, but the plan has {gpus}; dp·tp·pp·cp must equal the GPU count")
     check_model_degrees(spec, tp=layout.tp, pp=layout.pp, vpp=layout.vpp, ep=layout.ep, cp=layout.cp,
                         seq_len=seq_len, kv_subsharding=kv_subsharding, framework=framework)
-    if layout.ep > 1:
-        if (layout.dp * layout.cp) % layout.ep:
-            raise InputError("ep", layout.ep, f"must divide dp x cp = {layout.dp * layout.cp} "
-                             "(expert parallelism is carved out of the data-parallel ranks)")
+    check_expert_layout(spec, layout)
     if layout.shard_group is not None and (layout.dp * layout.cp) % layout.shard_group:
         raise InputError("shard_group", layout.shard_group, f"must divide dp x cp = {layout.dp * layout.cp}")
     if layout.global_batch is not None and layout.global_batch % (layout.micro_batch * layout.dp):

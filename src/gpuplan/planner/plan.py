@@ -100,11 +100,13 @@ class Plan:
 
     def degrees(self) -> dict[str, int | str]:
         """The layout as the fields of a request (gpus, dp, tp, pp, vpp, cp, ep, zero, micro_batch,
-        recompute, global_batch) plus the GPUs left idle: what `gpuplan memory` takes to check it."""
+        recompute, global_batch; etp where experts are split otherwise than tp) plus the GPUs left idle: what
+        `gpuplan memory` takes to check it."""
         lay = self.layout
         return {"gpus": self.gpus, "dp": lay.dp, "tp": lay.tp, "pp": lay.pp, "vpp": lay.vpp, "cp": lay.cp,
                 "ep": lay.ep, "zero": lay.zero, "micro_batch": lay.micro_batch, "recompute": self.recompute,
-                "global_batch": self.global_batch, "idle_gpus": self.idle_gpus}
+                "global_batch": self.global_batch, "idle_gpus": self.idle_gpus,
+                **({"etp": lay.etp} if lay.ep > 1 and lay.expert_tp != lay.tp else {})}
 
 
 def layout_text(layout: ParallelLayout, recompute: str) -> str:
@@ -112,6 +114,7 @@ def layout_text(layout: ParallelLayout, recompute: str) -> str:
     parts += [f"vpp{layout.vpp}"] if layout.vpp > 1 else []
     parts += [f"cp{layout.cp}"] if layout.cp > 1 else []
     parts += [f"ep{layout.ep}"] if layout.ep > 1 else []
+    parts += [f"etp{layout.etp}"] if layout.ep > 1 and layout.expert_tp != layout.tp else []  # core.expert_layout
     again = "no recompute" if recompute == "none" else f"{recompute} recompute"
     return " ".join(parts) + f" ZeRO-{layout.zero} mb{layout.micro_batch}, {again}"
 
@@ -119,6 +122,7 @@ def layout_text(layout: ParallelLayout, recompute: str) -> str:
 def evaluate_layout(ev: Evaluator, layout: ParallelLayout, recompute: str, target_batch: float,
                     gpus_asked: int | None = None) -> Plan:
     """The plan of exactly ``layout`` (the single-layout path of the same formulas)."""
+    layout = ev.with_expert_layout(layout)  # the experts as the search laid them out (one expert TP)
     step = step_time(ev.spec, ev.cluster, ev.step_settings(recompute), dp=layout.dp, tp=layout.tp,
                      pp=layout.pp, vpp=layout.vpp, cp=layout.cp, ep=layout.ep, zero=layout.zero,
                      micro_batch=layout.micro_batch, micro_batches=layout.micro_batches_per_step)

@@ -20,6 +20,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from gpuplan.core.expert_layout import EXPERTS_REPLICATED_OVER_TP
 from gpuplan.core.memory import training as M
 from gpuplan.core.model.finetune import peft_counts_experts
 from gpuplan.core.model.flops import training_flops_per_token
@@ -143,9 +144,16 @@ class Evaluator:
         return total + excess <= self.budget
 
     def layout(self, g: dict) -> ParallelLayout:
-        return ParallelLayout(dp=g["dp"], tp=g["tp"], pp=g["pp"], vpp=g["vpp"], cp=g["cp"], ep=g["ep"],
-                              zero=g["zero"], micro_batch=g["micro_batch"], global_batch=g["global_batch"],
-                              sequence_parallel=self.step.sequence_parallel)  # memory: core.memory.activations
+        return self.with_expert_layout(ParallelLayout(
+            dp=g["dp"], tp=g["tp"], pp=g["pp"], vpp=g["vpp"], cp=g["cp"], ep=g["ep"], zero=g["zero"],
+            micro_batch=g["micro_batch"], global_batch=g["global_batch"],
+            sequence_parallel=self.step.sequence_parallel))  # memory: core.memory.activations
+
+    def with_expert_layout(self, layout: ParallelLayout) -> ParallelLayout:
+        """``layout`` with the experts laid out as the step times them (StepSettings.expert_tp, None = tp) and as
+        the framework groups them (core.expert_layout): memory and time read one expert TP."""
+        return replace(layout, etp=self.step.expert_tp,
+                       experts_replicated_over_tp=self.memory.framework in EXPERTS_REPLICATED_OVER_TP)
 
     def step_settings(self, recompute: str) -> StepSettings:
         """The step settings of a layout in ``recompute`` mode."""

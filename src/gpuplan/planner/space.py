@@ -13,8 +13,8 @@ frameworks impose (Megatron-Core / torchtitan):
   Megatron-Core's interleaved schedule needs at least pp micro-batches per step, and its combined
   1F1B schedule (--ep-a2a-overlap) ep > 1, vpp > 1 with a pipeline, a multiple of pp micro-batches
   and no full recompute (planner.framework_rules);
-* dp = GPUs / (tp·cp·pp); ep divides the experts and dp·cp (experts are carved out of the
-  data-parallel ranks); ZeRO 0-3 when there is more than one data-parallel rank;
+* dp = GPUs / (tp·cp·pp); ep divides the experts and dp·cp·tp / etp (experts are laid out over etp x ep
+  of a stage's ranks: dp·cp where etp = tp, Megatron-Core's default; core.expert_layout); ZeRO 0-3 when there is more than one data-parallel rank;
 * every data-parallel rank gets at least one sequence (dp <= the requested batch); a batch given
   in sequences (--global-batch) is kept exactly, so dp divides it (Megatron asserts
   global_batch % (micro_batch x dp) == 0), while a batch given in tokens (or the 4M default) is a
@@ -32,6 +32,7 @@ from itertools import product
 
 import numpy as np
 
+from gpuplan.core.expert_layout import EXPERTS_REPLICATED_OVER_TP, expert_tp_for
 from gpuplan.core.model.spec import ModelSpec
 from gpuplan.core.parallel import virtual_stages_fit
 from gpuplan.errors import InputError
@@ -76,6 +77,9 @@ class SpaceLimits:
     framework: str = "generic"
     """Whose data-parallel sharding rules the free search follows (planner.framework_rules); a ZeRO
     stage the user fixed is evaluated as asked."""
+    etp: int | None = None
+    """--etp as given; None: the framework's expert TP (core.expert_layout), which sets the ranks ep divides
+    (expert_region_ranks)."""
 
 
 def batch_target(target_batch: float, gpus: int, limits: SpaceLimits | None) -> float:
@@ -266,9 +270,10 @@ def enumerate_layouts(spec: ModelSpec, counts: tuple[int, ...], seq_len: int, ta
                 continue
             batch = batch_for(dp, target)
             per_rank = batch // dp
-            eps = ep_choices.get(dp * cp)
+            region = expert_region_ranks(dp, cp, tp, limits)
+            eps = ep_choices.get(region)
             if eps is None:
-                eps = ep_choices[dp * cp] = _ep_choices(experts, dp * cp, fixed, limits.combined_1f1b)
+                eps = ep_choices[region] = _ep_choices(experts, region, fixed, limits.combined_1f1b) if region else ()
             ep_max = max(eps, default=1)
             # the stages allowed read only whether dp x cp, pp and the other model-parallel degrees exceed 1
             # (the tests below and framework_rules.zero_allowed; tests/test_search_dedup.py checks this key)
@@ -333,9 +338,20 @@ def check_fixed_in_range(fixed: dict, max_tp: int, max_cp: int) -> None:
         raise InputError("cp", fixed["cp"], f"at most {max_cp}, the context-parallel degrees the planner lays out")
 
 
+def expert_region_ranks(dp: int, cp: int, tp: int, limits: SpaceLimits) -> int:
+    """The ranks of a pipeline stage ep must divide once etp has split them (core.parallel.check_expert_layout):
+    dp x cp x tp / etp, i.e. dp x cp where etp = tp (Megatron-Core's default) or DeepSpeed-MoE carves ep from the
+    data-parallel ranks; 0 where etp does not divide dp x cp x tp (no expert layout)."""
+    etp = expert_tp_for(limits.framework, limits.etp)
+    if etp is None or limits.framework in EXPERTS_REPLICATED_OVER_TP:
+        return dp * cp
+    ranks = dp * cp * tp
+    return ranks // etp if ranks % etp == 0 else 0
+
+
 def _ep_choices(experts: int, data_ranks: int, fixed: dict, combined_1f1b: bool = False) -> tuple[int, ...]:
-    """Expert-parallel degrees: divisors of the experts that divide dp x cp (1 for a dense model);
-    above 1 under the combined 1F1B schedule (framework_rules.combined_1f1b_runs)."""
+    """Expert-parallel degrees: divisors of the experts that divide ``data_ranks`` (expert_region_ranks; 1 for a
+    dense model); above 1 under the combined 1F1B schedule (framework_rules.combined_1f1b_runs)."""
     eps = [e for e in divisors(experts) if data_ranks % e == 0 and (e > 1 or not combined_1f1b)] if experts else [1]
     return tuple(e for e in eps if "ep" not in fixed or e == fixed["ep"])
 

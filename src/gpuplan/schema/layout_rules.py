@@ -35,6 +35,7 @@ the option is a no-op there.
 from __future__ import annotations
 
 from gpuplan.errors import InputError
+from gpuplan.schema.expert_tp_rules import check_expert_tp
 
 NO_ZERO_1_FRAMEWORKS = ("torchtitan", "hf")
 """Frameworks whose data parallelism is DDP or FSDP(2) only (planner.framework_rules zero_stages (0, 3)): no
@@ -295,6 +296,7 @@ def check_model(inputs, spec) -> None:
         _check_dense_moe_kernels(inputs, spec)
     check_sequence_split(inputs, spec)
     check_mtp(inputs, spec)
+    check_expert_tp(inputs, spec)
 
 
 def _check_dense_moe_kernels(inputs, spec) -> None:

@@ -47,8 +47,7 @@ FRAMEWORK_ONLY_OPTIONS = (
 """Options one framework has: refused elsewhere with one line naming the field (schema's _framework_rules)."""
 
 COMPILE_ELSEWHERE = {"megatron": "Transformer Engine's kernels are fused already",
-                     "generic": "its elementwise model is fused already",
-                     "hf": "the Trainer's torch_compile is not modelled",
+                     "generic": "its elementwise model is fused already", "hf": "the Trainer's torch_compile is not modelled",
                      "deepspeed": "its compile is not modelled"}
 """Why --compile is refused outside torchtitan (the one line's reason)."""
 
@@ -62,6 +61,7 @@ class LayoutFields(PA.PartitionActivationsFields):  # + --partition-activations 
     vpp: V.Vpp
     cp: V.Cp
     ep: V.Ep
+    etp: V.Etp
     zero: V.ZeroStage
     micro_batch: V.MicroBatch
     recompute: V.Recompute

@@ -25,6 +25,7 @@ from gpuplan.core.comm.collective_cost import CollectiveCost
 from gpuplan.core.comm.fsdp2_reshard import fsdp2_no_reshard
 from gpuplan.core.frameworks import framework, runs_bf16_optimizer
 from gpuplan.core.model.spec import ModelSpec, count_parameters
+from gpuplan.core.parallel import expert_data_group
 from gpuplan.core.row_groups import group_rows
 from gpuplan.core.comm.zero3_gathers import gathers_per_micro_batch, layer_submodule_params
 
@@ -44,12 +45,18 @@ all-reduces the BF16_Optimizer's fp32 gradient copy cast to bf16 per bucket (eng
 and bf16_optimizer.py L359 all-gathers the updated partitions."""
 
 
-def params_per_gpu(spec: ModelSpec, tp, pp, ep):
+def routed_split(tp, ep, expert_tp):
+    """How many ways a layer's routed experts are split: ep x etp (``expert_tp``: StepSettings.expert_tp,
+    None = tp; core.parallel.ParallelLayout.etp)."""
+    return ep * (tp if expert_tp is None else expert_tp)
+
+
+def params_per_gpu(spec: ModelSpec, tp, pp, ep, expert_tp=1):
     """Parameters one GPU holds before ZeRO sharding: dense weights / (tp x pp), experts /
-    (ep x pp) (approximation used for communication volumes)."""
+    (ep x etp x pp) (routed_split; ``expert_tp`` None = tp, default 1: whole experts; volumes' approximation)."""
     counts = count_parameters(spec)
     dense = counts.total - counts.routed_experts
-    return dense / (tp * pp) + counts.routed_experts / (ep * pp)
+    return dense / (tp * pp) + counts.routed_experts / (routed_split(tp, ep, expert_tp) * pp)
 
 
 def _units(spec: ModelSpec, settings, trained_params, grads, data, layers, zero3, zero=1):
@@ -93,17 +100,17 @@ class ParamGather:
     per model chunk when not ddp_config.overlap_param_gather)."""
 
 
-def matrices_per_gpu(spec: ModelSpec, tp, pp, ep):
+def matrices_per_gpu(spec: ModelSpec, tp, pp, ep, expert_tp=1):
     """Layer matrices (attention, MLP, shared and routed experts, router: core.memory.model_states.StageParams.
-    matrices) one GPU holds, as params_per_gpu divides them: dense / (tp x pp), routed experts / (ep x pp)."""
+    matrices) one GPU holds, as params_per_gpu divides them: dense / (tp x pp), routed experts / (ep x etp x pp)."""
     from gpuplan.core.memory.model_states import stage_params
     from gpuplan.core.parallel import ParallelLayout
 
     whole = stage_params(spec, ParallelLayout(), 0)
-    return (whole.matrices - whole.experts) / (tp * pp) + whole.experts / (ep * pp)
+    return (whole.matrices - whole.experts) / (tp * pp) + whole.experts / (routed_split(tp, ep, expert_tp) * pp)
 
 
-def gather_bytes(spec: ModelSpec, param_gather: ParamGather, tp, pp, ep):
+def gather_bytes(spec: ModelSpec, param_gather: ParamGather, tp, pp, ep, expert_tp=1):
     """Bytes of one rank's parameters on the gather's wire. With fp8_matrices (primary per-tensor FP8 weights:
     Megatron-Bridge's FP8-CS preset sets fp8_param_gather = True, training/mixed_precision.py@v0.1.0rc4 L268,
     @v0.2.2 L289, @v0.3.0 L289) Megatron-Core buffers a Float8Tensor's data as torch.uint8
@@ -116,10 +123,10 @@ def gather_bytes(spec: ModelSpec, param_gather: ParamGather, tp, pp, ep):
     gather in bf16 through the gradient buffer (reuse_grad_buf_for_mxfp8_param_ag; param_and_grad_buffer.py
     @core_v0.14.0 L681-695, @core_v0.16.0 L779-792: param_data is a bf16 view of the shared grad buffer;
     L304-322: each param quantises its gathered slice)."""
-    held = params_per_gpu(spec, tp, pp, ep) * param_gather.bytes
+    held = params_per_gpu(spec, tp, pp, ep, expert_tp) * param_gather.bytes
     if not param_gather.fp8_matrices:
         return held
-    return held - matrices_per_gpu(spec, tp, pp, ep) * (param_gather.bytes - 1.0)
+    return held - matrices_per_gpu(spec, tp, pp, ep, expert_tp) * (param_gather.bytes - 1.0)
 
 
 def deepspeed_buckets(trained_params):
@@ -158,16 +165,14 @@ def expert_share(spec: ModelSpec, settings, tp, pp, ep):
     under LoRA / QLoRA (the adapters are all dense here)."""
     if spec.moe is None:
         return 0.0
-    experts = count_parameters(spec).routed_experts / (ep * pp)
-    return np.where(settings.finetune == "full", experts / params_per_gpu(spec, tp, pp, ep), 0.0)
+    experts = count_parameters(spec).routed_experts / (routed_split(tp, ep, settings.expert_tp) * pp)
+    return np.where(settings.finetune == "full", experts / params_per_gpu(spec, tp, pp, ep, settings.expert_tp), 0.0)
 
 
-def expert_data_ranks(data, tp, ep, expert_tp=None):
-    """Ranks of the expert data-parallel group beside ``data`` (dp x cp) data-parallel ranks: data x tp / (etp x ep),
-    at least 1 (``expert_tp``: StepSettings.expert_tp, None = tp): Megatron-Core's expert_data_parallel_size =
-    world_size // (etp x ep x pp), ranks in order tp-ep-dp-pp (parallel_state.py@core_v0.14.0 L697-717)."""
-    etp = tp if expert_tp is None else expert_tp
-    return np.maximum(data * tp / (etp * np.maximum(ep, 1)), 1)
+def expert_data_ranks(data, tp, ep, expert_tp=None, replicated_over_tp: bool = False):
+    """Ranks of the expert data-parallel group beside ``data`` (dp x cp) ranks as memory counts them (core.parallel.
+    expert_data_group: data x tp / (etp x ep), ``expert_tp`` None = tp; DeepSpeed's ``replicated_over_tp``: / ep)."""
+    return expert_data_group(data, tp, ep, tp if expert_tp is None else expert_tp, replicated_over_tp)
 
 
 def optimizer_shards(spec: ModelSpec, settings, zero, *, data, tp, pp, ep):
@@ -180,7 +185,8 @@ def optimizer_shards(spec: ModelSpec, settings, zero, *, data, tp, pp, ep):
     1 / ((1 - s) / data + s / expert ranks), s = expert_share."""
     sharded = (np.asarray(zero) >= 1) | runs_bf16_optimizer(settings.deepspeed_bf16, zero, pp)
     share = expert_share(spec, settings, tp, pp, ep)
-    experts = np.where(sharded, expert_data_ranks(data, tp, ep, settings.expert_tp), 1)
+    experts = np.where(sharded, expert_data_ranks(data, tp, ep, settings.expert_tp, settings.dp_schedule == "deepspeed"),
+                       1)
     return 1 / ((1 - share) / np.where(sharded, data, 1) + share / experts)
 
 
@@ -191,7 +197,7 @@ def _populations(spec: ModelSpec, cluster, settings, *, tp, pp, ep, shard, train
     parallel_state.py)."""
     share = expert_share(spec, settings, tp, pp, ep)
     etp = tp if settings.expert_tp is None else settings.expert_tp
-    expert_ranks = expert_data_ranks(shard, tp, ep, settings.expert_tp)
+    expert_ranks = expert_data_ranks(shard, tp, ep, settings.expert_tp, settings.dp_schedule == "deepspeed")  # DeepSpeed-MoE
     return ((1 - share, cluster.group(shard, tp)), (share, cluster.group(expert_ranks, etp * ep)))
 
 
@@ -202,7 +208,8 @@ def gather_populations(spec: ModelSpec, settings, populations, weights, *, tp, p
     (_, dense), (by_params, experts) = populations
     if not settings.param_gather.fp8_matrices or spec.moe is None:
         return populations
-    weights, expert_bytes = np.asarray(weights, dtype=float), count_parameters(spec).routed_experts / (ep * pp)
+    weights, expert_bytes = np.asarray(weights, dtype=float), count_parameters(spec).routed_experts / (
+        routed_split(tp, ep, settings.expert_tp) * pp)
     by_bytes = np.where(np.asarray(by_params) > 0, expert_bytes / np.where(weights > 0, weights, 1.0), 0.0)
     return ((1 - by_bytes, dense), (by_bytes, experts))
 
@@ -274,7 +281,7 @@ def data_parallel_costs(spec: ModelSpec, cluster, settings, *, dp, tp, pp, cp, e
     group = populations[0][1]
     across = cluster.group(replicas, tp * shard)
     grads = trained_params * settings.grad_comm_bytes
-    weights = gather_bytes(spec, settings.param_gather, tp, pp, ep)
+    weights = gather_bytes(spec, settings.param_gather, tp, pp, ep, settings.expert_tp)
     # torchtitan's ZeRO-2 is FSDP2 without reshard after forward: its collectives are ZeRO-3's, one gather a
     # micro-batch (forward only) where a pipeline does not keep the stage gathered (fsdp2_no_reshard)
     no_reshard = fsdp2_no_reshard(settings, zero)

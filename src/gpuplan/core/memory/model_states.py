@@ -18,7 +18,7 @@ from gpuplan.core.model.spec import (
 from gpuplan.core.model.finetune import QLORA_BASE_BYTES, lora_params, peft_counts_experts
 from gpuplan.core.model.mtp import mtp_block_is_moe, mtp_module_params, mtp_stage_layer_shed
 from gpuplan.core.bulk import scalar_or_array
-from gpuplan.core.parallel import ParallelLayout
+from gpuplan.core.parallel import ParallelLayout, expert_data_group
 from gpuplan.core.precision import OptimizerSpec, PrecisionRecipe
 
 
@@ -115,7 +115,9 @@ def stage_params(spec: ModelSpec, layout: ParallelLayout, stage, mtp: int = 0,
     if moe is not None:
         shared = mlp_params(moe.shared_intermediate_size, h, True) / tp
         router = h * moe.num_experts
-        experts_per_layer = moe.num_experts * expert_params(moe, h) / layout.ep
+        # routed experts over etp x ep ranks (core.parallel.ParallelLayout.etp: Megatron-Core's TEGroupedMLP
+        # shards each expert's width over the expert TP group; DeepSpeed-MoE and torchtitan keep them whole)
+        experts_per_layer = moe.num_experts * expert_params(moe, h) / expert_split(layout)
     dense = count * (attn + norms) + n_dense * dense_mlp + n_moe * (shared + router)
     first, last = stage == 0, stage == pp - 1
     # vocab-parallel embedding (+ a learned position table, replicated) on the first stage; the
@@ -128,7 +130,7 @@ def stage_params(spec: ModelSpec, layout: ParallelLayout, stage, mtp: int = 0,
     experts = n_moe * experts_per_layer
     if mtp:  # the MTP modules (their block, projection, norms) and, with pp > 1, the embedding
         # copy Megatron builds on the MTP stage (gpt_model.py: pre_process or mtp_process)
-        mtp_dense, mtp_experts = mtp_module_params(spec, tp, layout.ep)
+        mtp_dense, mtp_experts = mtp_module_params(spec, tp, expert_split(layout))
         dense = dense + last * mtp * mtp_dense
         experts = experts + last * mtp * mtp_experts
         root = root + last * (pp > 1) * spec.vocab_size * h / tp
@@ -153,9 +155,17 @@ def state_shards(layout: ParallelLayout):
     return layout.shard_group or layout.dp * layout.cp
 
 
+def expert_split(layout: ParallelLayout):
+    """How many ways one layer's routed experts are split: ep x etp (etp = tp where not given:
+    core.parallel.ParallelLayout.etp)."""
+    return layout.ep * layout.expert_tp
+
+
 def expert_state_shards(layout: ParallelLayout):
-    """Ranks over which expert states are sharded: the data-parallel ranks left beside ep."""
-    return np.maximum(1, state_shards(layout) // layout.ep)
+    """Ranks over which expert states are sharded: the expert data-parallel group
+    (core.parallel.expert_data_group: state shards x tp / (etp x ep); DeepSpeed-MoE: / ep)."""
+    return expert_data_group(state_shards(layout), layout.tp, layout.ep, layout.expert_tp,
+                             layout.experts_replicated_over_tp)
 
 
 @dataclass(frozen=True)

@@ -59,9 +59,9 @@ def mtp_block_is_moe(spec: ModelSpec) -> bool:
     return bool(spec.moe is not None and spec.moe_layers and spec.moe_layers[-1])
 
 
-def mtp_module_params(spec: ModelSpec, tp=1, ep=1) -> tuple[object, object]:
-    """(dense, routed-expert) parameters of one MTP module on one GPU after TP / EP division, the
-    shared embedding and head excluded."""
+def mtp_module_params(spec: ModelSpec, tp=1, expert_split=1) -> tuple[object, object]:
+    """(dense, routed-expert) parameters of one MTP module on one GPU after TP / EP division (``expert_split``:
+    ep x etp, core.memory.model_states.expert_split), the shared embedding and head excluded."""
     h = spec.hidden_size
     dense = attention_params(spec.attention, h) / tp + 2 * h * h / tp \
         + (spec.norms_per_layer + MTP_EXTRA_NORMS) * norm_params(spec, h)
@@ -69,7 +69,7 @@ def mtp_module_params(spec: ModelSpec, tp=1, ep=1) -> tuple[object, object]:
     if mtp_block_is_moe(spec):
         moe = spec.moe
         dense = dense + mlp_params(moe.shared_intermediate_size, h, True) / tp + h * moe.num_experts
-        experts = moe.num_experts * expert_params(moe, h) / ep
+        experts = moe.num_experts * expert_params(moe, h) / expert_split
     else:
         dense = dense + mlp_params(spec.mlp.intermediate_size, h, spec.mlp.gated, spec.mlp.bias) / tp
     return dense, experts

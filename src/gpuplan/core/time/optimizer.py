@@ -110,15 +110,16 @@ def accumulation_pass_seconds(spec, settings, trained, hbm_bytes_per_second, tp,
     parameters (full training) or the ``trained`` ones (adapters)."""
     if not settings.deepspeed_bf16:
         return 0.0
-    acc_params = largest_stage_params(spec, tp, pp, ep, mtp) if settings.finetune == "full" else trained
+    acc_params = largest_stage_params(spec, tp, pp, ep, mtp, settings.expert_tp) if settings.finetune == "full" else trained
     return (zero <= BF16_OPTIMIZER_MAX_ZERO) * grad_accumulation_seconds(acc_params, hbm_bytes_per_second, zero, pp)
 
 
-def largest_stage_params(spec, tp, pp, ep, mtp=0):
+def largest_stage_params(spec, tp, pp, ep, mtp=0, etp=None):
     """Parameters on one GPU of the larger of the first pipeline stage (its layers and the embedding) and
     the last (the final norm, the LM head, any MTP modules), as core.memory.model_states.stage_params
-    counts them: the stage whose micro-batch sets the pace carries its own parameters' pass."""
+    counts them (``etp``: StepSettings.expert_tp, None = tp): the stage whose micro-batch sets the pace carries its
+    own parameters' pass."""
     # the planner's degree arrays arrive as floats; layers index by stage
     pp = scalar_or_array(np.asarray(pp).astype(np.int64))
-    layout = ParallelLayout(tp=tp, pp=pp, ep=ep)
+    layout = ParallelLayout(tp=tp, pp=pp, ep=ep, etp=etp)
     return np.maximum(stage_params(spec, layout, 0, mtp).total, stage_params(spec, layout, pp - 1, mtp).total)

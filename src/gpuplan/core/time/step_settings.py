@@ -86,8 +86,8 @@ class StepSettings:
     """Megatron-Core paths the run takes as eager ops where the model has them: 'expert-bias',
     'yarn-rope', 'clamped-glu', 'unfused-bda' (core.time.eager_fallbacks); () for fused kernels or another framework."""
     expert_tp: int | None = None
-    """Expert tensor parallelism: None = tp (Megatron-Core's default for
-    --expert-tensor-parallel-size); Megatron-Bridge's MoE recipes set 1."""
+    """Expert tensor parallelism: None = tp (Megatron-Core's default for --expert-tensor-parallel-size); the
+    framework's or --etp (core.expert_layout.expert_tp_for, which sets the memory layout's etp too)."""
     ep_dispatcher: str = "alltoall"
     """'alltoall' (NCCL all-to-all: one copy per remote expert) or 'flex' (DeepEP / HybridEP: one
     copy per remote node, then NVLink), core/comm.expert_all_to_all_time."""

@@ -97,7 +97,7 @@ def float8_gather_seconds(spec: ModelSpec, cluster, *, tp, pp, shard, zero, micr
     num_layers / pp), the stage titan_ops.fsdp_copy_seconds charges the bf16 copy-out on: the copy and its
     saving on one stage (the saving alone on the paced stage would double the net copy's error)."""
     hbm = cluster.gpu.memory_bandwidth
-    matrices = matrices_per_gpu(spec, tp, pp, 1)
+    matrices = matrices_per_gpu(spec, tp, pp, 1, 1)
     kept = np.asarray(zero) == 2
     regathered = np.where(kept, 0.0, (spec.num_layers - 1) / spec.num_layers) * matrices
     gathered = np.where(np.asarray(pp) == 1, micro_batches * (matrices + regathered), matrices)

@@ -13,7 +13,7 @@ def trained_params_per_gpu(spec: ModelSpec, settings, tp, pp, ep=1):
     peft's count of MoE experts where the eager ops are transformers': peft_counts_experts), an even 1/pp share
     of them. Degrees may be numpy arrays."""
     if settings.finetune == "full":
-        return params_per_gpu(spec, tp, pp, ep)
+        return params_per_gpu(spec, tp, pp, ep, settings.expert_tp)
     from gpuplan.core.model.finetune import lora_params, peft_counts_experts  # hf (eager ops): peft's MoE count
 
     return lora_params(spec, settings.lora_rank, tp=tp, peft_experts=peft_counts_experts(settings)) / pp

@@ -122,6 +122,7 @@ class MemoryInputs(ModelFields, LayoutFields, SetupFields):
         """The ParallelLayout (dp from --gpus when given); when data-parallel, the framework's sharding
         by default (torchtitan FSDP2: ZeRO-3; megatron's distributed optimizer, deepspeed, generic:
         ZeRO-1; hf Trainer's DDP: none)."""
+        from gpuplan.core.expert_layout import expert_layout_fields
         from gpuplan.core.parallel import ParallelLayout
 
         if self.gpus is not None:
@@ -137,7 +138,8 @@ class MemoryInputs(ModelFields, LayoutFields, SetupFields):
                              "--zero 1, 2 or 3; ZeRO 0 replicates them on every rank")
         layout = ParallelLayout(dp=dp, tp=self.tp or 1, pp=self.pp or 1, vpp=self.vpp or 1, cp=cp, ep=self.ep or 1,
                                 zero=zero, shard_group=self.shard_group, micro_batch=self.micro_batch or 1,
-                                global_batch=self.global_batch, sequence_parallel=self.sequence_parallel)
+                                global_batch=self.global_batch, sequence_parallel=self.sequence_parallel,
+                                **expert_layout_fields(self.framework, self.etp))  # core.expert_layout
         self._check_schedule(layout)
         return layout
 

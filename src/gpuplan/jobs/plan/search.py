@@ -17,6 +17,7 @@ from gpuplan.core.memory import training as M
 from gpuplan.core.time.attention_core import execution_kernel, step_kernel
 from gpuplan.core.comm.dp_costs import ParamGather
 from gpuplan.core.comm.dp_overlap import NEMO_BUCKET_PARAMS, schedule_for
+from gpuplan.core.expert_layout import expert_tp_for
 from gpuplan.core.frameworks import deepspeed_bf16_engine, op_sac_fused_qkv
 from gpuplan.core.parallel import check_model_degrees
 from gpuplan.core.precision import RECIPES, check_recipe_runs_on
@@ -58,9 +59,8 @@ def __getattr__(name: str):
 def _gap_words(share: float, framework: str, pools: bool = False) -> str:
     """The fit rule's framework gap in words, for the no-fit message ('' without one); ``pools``: FSDP2's
     stream pools taken as a ZeRO-3 layout's reserved peak (planner.framework_rules)."""
-    words = " and FSDP2's stream pools" if pools else ""
-    return words + (f" and {share:.0%} of the reserved peak beyond the model states kept free ({framework}'s "
-                    "published gap)" if share else "")
+    return (" and FSDP2's stream pools" if pools else "") + (f" and {share:.0%} of the reserved peak beyond the model "
+                                                             f"states kept free ({framework}'s published gap)" if share else "")
 
 
 def evaluator_for(inputs, leave_out: str | None = None, kind_correction_rows: int = 0) -> Evaluator:
@@ -150,7 +150,7 @@ def _step_settings(inputs, spec, gpu, kernel: str, tp_overlap: float) -> StepSet
     # the framework's data-parallel schedule sets what stays exposed; --dp-overlap, when given, caps it
     dp_overlap = inputs.dp_overlap if "dp_overlap" in inputs.given else 1.0
     return StepSettings(seq_len=inputs.seq_len, dtype=inputs.dtype, dp_overlap=dp_overlap,
-                        dp_schedule=schedule_for(inputs.framework),
+                        dp_schedule=schedule_for(inputs.framework), expert_tp=expert_tp_for(inputs.framework, inputs.etp),
                         grad_comm_bytes=grad_comm_bytes(inputs),
                         # --low-precision-weights primary under per-tensor FP8: the matrices gather at 1 B (core.comm.dp_costs)
                         param_gather=ParamGather(fp8_matrices=(getattr(inputs, "low_precision_weights", None) == "primary"
@@ -250,7 +250,7 @@ def space_limits(inputs, exhaustive: bool = False) -> SpaceLimits:
                        max_zero_with_pp=inputs.profile.max_zero_with_pp,
                        interleaved_pipeline=inputs.profile.interleaved_pipeline,
                        interleaved_needs_pp_micro_batches=inputs.profile.interleaved_needs_pp_micro_batches,
-                       combined_1f1b=combined, sequence_split=inputs.sequence_parallel,
+                       combined_1f1b=combined, sequence_split=inputs.sequence_parallel, etp=inputs.etp,
                        batch_per_gpu=inputs.batch_per_gpu(inputs.seq_len), framework=inputs.framework)
 
 

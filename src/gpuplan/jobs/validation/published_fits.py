@@ -50,7 +50,9 @@ def row_plan(run: dict[str, Any]):
     framework, global batch, the recompute its recipe ran and its recipe's memory facts."""
     from gpuplan.jobs.plan.schema import PlanInputs
     from gpuplan.jobs.plan.search import evaluator_for
-    from gpuplan.jobs.validation.published_throughput import PRECISION, published_layout, recipe_recompute
+    from gpuplan.jobs.validation.published_throughput import (PRECISION, published_expert_tp, published_layout,
+                                                              recipe_recompute)
+    from gpuplan.jobs.validation.throughput import run_spec
     from gpuplan.planner.plan import evaluate_layout
 
     lay, torchtitan = run["layout"], run["family"].startswith("torchtitan")
@@ -62,6 +64,8 @@ def row_plan(run: dict[str, Any]):
     recompute = recipe_recompute(run)
     fields.update({k: v for k, v in recompute.items() if k != "recompute" and v is not None})
     fields.update(recipe_memory_fields(run))
+    if run_spec(run["model"]).moe is not None:  # the recipes' expert TP (published_expert_tp), as the step reads it
+        fields["etp"] = published_expert_tp(lay)
     evaluator = evaluator_for(PlanInputs(**fields))
     if (run.get("recipe_memory") or {}).get("moe_keeps_expert_output"):  # a core <= 0.12 container (cited per row)
         evaluator = replace(evaluator, memory=replace(evaluator.memory, moe_keeps_expert_output=True))

@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from gpuplan.core.expert_layout import expert_layout_fields
 from gpuplan.core.memory import training as M
 from gpuplan.core.memory.device_memory import fragmentation
 from gpuplan.core.frameworks import deepspeed_bf16_engine, framework, torchtitan_fuses_qkv
@@ -84,7 +85,8 @@ def _estimate(row: dict[str, Any], spec) -> tuple[float, str]:
     recipe = "bf16" if row.get("precision") == "bf16-pure" else profile.recipe
     mb = row["micro_batch"]
     layout = ParallelLayout(dp=lay["dp"], tp=lay["tp"], pp=lay["pp"], cp=lay["cp"], zero=lay.get("zero") or 0,
-                            micro_batch=mb, global_batch=mb * lay["dp"] * (lay.get("microbatches") or 1))
+                            micro_batch=mb, global_batch=mb * lay["dp"] * (lay.get("microbatches") or 1),
+                            **expert_layout_fields(fw))  # the framework's expert TP (core.expert_layout)
     bf16 = deepspeed_bf16_engine(fw, row.get("precision"), recipe)  # an fp16 NeoX / Pythia row: FP16_Optimizer
     settings = M.MemorySettings(seq_len=row["seq_len"], recipe=recipe, framework=fw, deepspeed_bf16=bf16,
                                 implementation=profile.implementation, recompute=recompute,

@@ -100,13 +100,20 @@ def _parsed_rows() -> list[dict[str, Any]]:
     return reference_yaml("published_throughput.yaml")["runs"]
 
 
+def published_expert_tp(lay: dict[str, Any]) -> int:
+    """A published row's expert TP, read by memory (published_layout) and the step (predicted_step): its etp, else 1 —
+    Megatron-Bridge / NeMo MoE recipes set expert_tensor_parallel_size = 1 (src/megatron/bridge/recipes/qwen/*/
+    qwen3_moe.py, perf_recipes/*); torchtitan keeps whole experts (core.expert_layout)."""
+    return lay.get("etp") or 1
+
+
 def published_layout(lay: dict[str, Any]):
     """The core.parallel.ParallelLayout of a published row's ``layout`` (absent degrees: 1, ZeRO: 0)."""
     from gpuplan.core.parallel import ParallelLayout
 
     return ParallelLayout(dp=lay["dp"], tp=lay["tp"], pp=lay["pp"], vpp=lay.get("vpp") or 1, cp=lay.get("cp") or 1,
-                          ep=lay.get("ep") or 1, zero=lay.get("zero") or 0, micro_batch=lay["micro_batch"],
-                          global_batch=lay["global_batch"])
+                          ep=lay.get("ep") or 1, etp=published_expert_tp(lay), zero=lay.get("zero") or 0,
+                          micro_batch=lay["micro_batch"], global_batch=lay["global_batch"])
 
 
 def nemo2_layout(run: dict[str, Any]) -> dict[str, Any]:
@@ -318,9 +325,7 @@ def predicted_step(run: dict[str, Any], gpu=None, **step_overrides: Any):
                             # SwiGLU); with compile, or under TE, the fused kernels
                             implementation="torchtitan" if torchtitan and "compile" not in run["framework"] else
                             "megatron",
-                            # Megatron-Bridge / NeMo MoE recipes set expert_tensor_parallel_size = 1
-                            # (src/megatron/bridge/recipes/qwen/*/qwen3_moe.py, perf_recipes/*)
-                            expert_tp=None if torchtitan else 1,
+                            expert_tp=published_expert_tp(lay),  # the recipes' 1 (published_layout's too)
                             tp_comm_overlap=tp_comm_overlapped(run),
                             # TE's linears: the column-parallel backward's reduce-scatter beside wgrad, as
                             # `plan --framework megatron` takes it (core.frameworks: tp_overlap; torchtitan's 0)
