@@ -100,8 +100,8 @@ def test_memory_matches_the_megatron_log_with_megatron_s_expert_tp(run_cli):
     whole = json.loads(out)["results"]["peak_allocated"]
     # 3 of the 4 tp shards of every local expert come back: 3/4 x 45.1e9 / 4 experts' share x (2 + 4 B weights and
     # fp32 grads + 12 B / 4 expert data ranks of master and moments) ~ 76 GB more, minus the optimizer's now
-    # sharded 4 ways instead of 1
-    extra = 0.75 * MIXTRAL_EXPERTS / 4 * (2 + 4) + MIXTRAL_EXPERTS / 4 * 12 / 4 - MIXTRAL_EXPERTS / 16 * 12
+    # sharded 4 ways instead of 1, minus the gathered routed tokens etp 4 keeps (805,699,584 B, the test below)
+    extra = 0.75 * MIXTRAL_EXPERTS / 4 * (2 + 4) + MIXTRAL_EXPERTS / 4 * 12 / 4 - MIXTRAL_EXPERTS / 16 * 12 - 805_699_584
     assert whole - default == pytest.approx(extra, rel=0.02)
 
 
@@ -134,3 +134,17 @@ def test_train_answers_etp_and_memory_agrees(run_cli):
     peak = json.loads(out)["results"]["peak_allocated"]
     planned = next(line for s in plan["sections"] for line in s["lines"] if line["key"] == "mem_peak_allocated")["value"]
     assert planned == pytest.approx(peak, rel=1e-9)
+
+
+@pytest.mark.parametrize("etp, share", [("4", 0.75), ("2", 0.25), ("1", 0.0)])
+def test_an_expert_tp_group_keeps_the_tokens_it_gathers(run_cli, etp, share):
+    # Megatron-Core all-gathers the permuted tokens over the expert-TP group (token_dispatcher.py L741-750): each
+    # MoE layer keeps (etp - 1) / tp x top-2 x the fc1 input (2 x 4,096 B bf16) + the fp32 routing probability
+    # (4 B; core 0.16 saves no weighted output) more per token: 32 layers x 2,048 tokens (micro-batch 1)
+    def activations(*extra):
+        code, out, err = run_cli("memory", *MEGATRON_LOG_ARGS, *extra)
+        assert code == 0, err
+        return json.loads(out)["results"]["peak_activations"]
+
+    by_hand = share * 2 * (2 * 4096 + 4) * 32 * 2048  # 805,699,584 B at etp 4
+    assert activations("--etp", etp) - activations("--etp", "1") == pytest.approx(by_hand, rel=1e-9)

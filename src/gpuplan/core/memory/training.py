@@ -25,6 +25,7 @@ from gpuplan.core.model.finetune import peft_counts_experts
 from gpuplan.core.frameworks import framework
 from gpuplan.core.memory.device_memory import Overheads, framework_gap_bytes, usable_bytes  # noqa: F401 - re-exported
 from gpuplan.core.bulk import scalar_or_array
+from gpuplan.core.memory.expert_gather import gathered_routed_bytes_per_token
 from gpuplan.core.memory.lora_moe import peft_fold_memory
 from gpuplan.core.memory.fsdp_streams import stage_pool_bytes
 from gpuplan.core.model.spec import ModelSpec
@@ -185,15 +186,16 @@ class StageMemory:
 def _saved_per_token(spec: ModelSpec, layout: ParallelLayout, settings: MemorySettings, params: StageParams, kw):
     """Activation bytes per token a stage saves, with Megatron's block recompute of N layers per
     virtual chunk (the rest keep everything) and its selective modules (core.memory.recompute)."""
-    modules = settings.recompute_modules
-    mode = settings.recompute
+    modules, mode, cf = settings.recompute_modules, settings.recompute, settings.moe_capacity_factor
     if mode == "selective" and modules and "core_attn" not in modules:
         mode = "none"  # the attention core's own tensors stay (core.memory.recompute.discarded_bytes_per_token)
 
-    def saved(recompute: str):
-        return A.saved_bytes_per_token(spec, settings.seq_len, params.layers, params.moe_layers, recompute=recompute,
-                                       sequence_parallel=layout.sequence_parallel,
-                                       capacity_factor=settings.moe_capacity_factor, **kw)
+    def saved(recompute: str):  # + an expert-TP group's gathered routed tokens (core.memory.expert_gather)
+        kept = recompute != "full" and "moe" not in (modules or ())  # Megatron's 'moe' module keeps only its input
+        gathered = kept * params.moe_layers * gathered_routed_bytes_per_token(spec, layout, kw, cf)
+        return gathered + A.saved_bytes_per_token(spec, settings.seq_len, params.layers, params.moe_layers,
+                                                  recompute=recompute, sequence_parallel=layout.sequence_parallel,
+                                                  capacity_factor=cf, **kw)
     per_token = saved(mode)
     if settings.recompute == "full" and settings.recompute_layers is not None:
         share = R.block_recompute_share(settings.recompute_layers, params.layers, layout.vpp)
@@ -332,6 +334,7 @@ def stage_memory_parts(spec: ModelSpec, layout: ParallelLayout, settings: Memory
     temporaries = loss_temp + weight_copies + buckets
     if settings.recompute == "full":  # later in backward: the loss gradient is gone, one layer recomputed
         layer = (A.recomputed_layer_bytes_per_token(spec, settings.seq_len, params.moe_layers, **kw)  # + its input
+                 + (params.moe_layers > 0) * gathered_routed_bytes_per_token(spec, layout, kw, settings.moe_capacity_factor)
                  + settings.partition_activations * per_token * (layout.tp - 1) / np.maximum(params.layers, 1)) * tokens \
             * settings.activation_scale  # whole again under partition_activations (gathered, less its own 1 / tp)
         recomputing = backward_start - loss_temp + layer + fold_temp  # the recomputed layer is a temporary: the
