@@ -148,3 +148,16 @@ def test_an_expert_tp_group_keeps_the_tokens_it_gathers(run_cli, etp, share):
 
     by_hand = share * 2 * (2 * 4096 + 4) * 32 * 2048  # 805,699,584 B at etp 4
     assert activations("--etp", etp) - activations("--etp", "1") == pytest.approx(by_hand, rel=1e-9)
+
+
+def test_the_planner_s_network_kind_reads_the_expert_group():
+    # Megatron-Core's expert rank order tp-ep-dp-pp: the all-to-all group is etp x ep consecutive ranks. tp 2 x ep 64
+    # on a 72-GPU NVL72 domain: 128 ranks at etp = tp (across domains), 64 at the recipes' etp 1 (inside one)
+    import numpy as np
+
+    from gpuplan.planner.uncertainty import layout_features
+
+    columns = {k: np.array([v]) for k, v in dict(tp=2, pp=4, vpp=1, cp=1, ep=64, zero=1, dp=32).items()}
+    assert layout_features(columns, 72, True)["ep_network"][0]
+    assert not layout_features(columns, 72, True, etp=1)["ep_network"][0]
+    assert layout_features(columns, 8, True, etp=1)["ep_network"][0]  # 64 ranks leave an 8-GPU node

@@ -219,7 +219,8 @@ class Evaluator:
         if self.uncertainty is not None and "dp" in table.columns:
             u = self.uncertainty
             domain, moe = self.cluster.gpus_per_node, self.spec.moe is not None
-            columns["uncertainty"] = layout_uncertainty(table.columns, u.active_params, domain, moe, u.known, u.widest)
+            columns["uncertainty"] = layout_uncertainty(table.columns, u.active_params, domain, moe, u.known, u.widest,
+                                                        self.step.expert_tp)
             if self.step.dp_schedule == "fsdp2" and "dp_traffic_seconds" in table.columns:  # FSDP2 beyond what ran
                 columns["uncertainty"] = columns["uncertainty"] + fsdp_traffic_uncertainty(
                     table["dp_traffic_seconds"], table["compute_seconds"], table["zero"],
@@ -228,7 +229,7 @@ class Evaluator:
                 columns["uncertainty"] = np.where(table["cp"] > 1, np.maximum(columns["uncertainty"], u.widest),
                                                   columns["uncertainty"])
             if u.kind_correction_rows:
-                kinds = layout_kinds(table.columns, domain, moe)
+                kinds = layout_kinds(table.columns, domain, moe, self.step.expert_tp)
                 columns["kind_bias"] = u.known.kind_bias(kinds, u.kind_correction_rows)[0]
         return LayoutTable(table.columns | columns)
 

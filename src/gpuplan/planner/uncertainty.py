@@ -146,13 +146,15 @@ def fsdp_traffic_uncertainty(dp_traffic_seconds, compute_seconds, zero, zero2_fs
     return FSDP_TRAFFIC_SLOPE * np.maximum(traffic - PUBLISHED_FSDP_TRAFFIC, 0.0) * fsdp
 
 
-def layout_features(columns, domain: int, moe: bool) -> dict[str, np.ndarray]:
-    """Which features each layout of a search table (columns: tp, pp, vpp, cp, ep, zero, dp) has."""
+def layout_features(columns, domain: int, moe: bool, etp=None) -> dict[str, np.ndarray]:
+    """Which features each layout of a search table (columns: tp, pp, vpp, cp, ep, zero, dp) has. ``etp``: the
+    expert TP (None = tp, core.expert_layout): the all-to-all's group is etp x ep consecutive ranks (Megatron-Core's
+    expert rank order tp-ep-dp-pp, core.comm.step_comm), so it leaves the domain where etp x ep exceeds it."""
     tp, pp, vpp, cp = (np.asarray(columns[k]) for k in ("tp", "pp", "vpp", "cp"))
     ep, zero, dp = (np.asarray(columns[k]) for k in ("ep", "zero", "dp"))
     world = tp * cp * dp * pp
     return {
-        "ep_network": moe & (ep > 1) & (tp * ep > domain),
+        "ep_network": moe & (ep > 1) & ((tp if etp is None else etp) * ep > domain),
         "zero3_network": (zero >= 3) & (tp * cp * dp > domain),
         "pipeline": pp > 1,
         "interleaved": vpp > 1,
@@ -167,9 +169,9 @@ def kind_code(features: dict[str, np.ndarray]) -> np.ndarray:
     return sum(np.asarray(features[name], dtype=np.int64) << i for i, name in enumerate(FEATURES))
 
 
-def layout_kinds(columns, domain: int, moe: bool) -> np.ndarray:
-    """kind_code of each layout of a search table on scale-up domains of ``domain`` GPUs."""
-    return kind_code(layout_features(columns, domain, moe))
+def layout_kinds(columns, domain: int, moe: bool, etp=None) -> np.ndarray:
+    """kind_code of each layout of a search table on scale-up domains of ``domain`` GPUs (``etp``: layout_features')."""
+    return kind_code(layout_features(columns, domain, moe, etp))
 
 
 POINT_COLUMNS = ("tp", "pp", "vpp", "cp", "ep", "zero", "dp", "micro_batch")
@@ -261,7 +263,7 @@ def distance_uncertainty(distance, known: KnownLayouts, widest: float, rms=None)
 
 
 def layout_uncertainty(columns, active_params: float, domain: int, moe: bool, known: KnownLayouts,
-                       widest: float) -> np.ndarray:
+                       widest: float, etp=None) -> np.ndarray:
     """Relative uncertainty of each layout's step time (module docstring) on a cluster whose
     scale-up domains hold ``domain`` GPUs. Each distinct layout -- the integer degrees its point and kind
     are read from -- is measured once and its answer broadcast back (issue 39: an int64 key sorted once,
@@ -273,7 +275,7 @@ def layout_uncertainty(columns, active_params: float, domain: int, moe: bool, kn
     if degrees is not None:
         columns = {k: np.asarray(columns[k])[degrees[0]] for k in POINT_COLUMNS}
     points = layout_points(columns, active_params)
-    kinds = layout_kinds(columns, domain, moe)
+    kinds = layout_kinds(columns, domain, moe, etp)  # etp: a number or None (= each row's tp), never a column
     u = distance_uncertainty(nearest_distance(points, kinds, known.points, known.kinds, distinct=degrees is None),
                              known, widest, known.kind_rms(kinds))
     return u if degrees is None else u[degrees[1]]

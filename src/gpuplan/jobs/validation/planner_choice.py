@@ -165,7 +165,7 @@ def kind_bias(rows: list[tuple], run: dict, layout, framework: str) -> tuple[flo
 
     spec, gpu = run_spec(run["model"]), load_accelerator(run["gpu"])
     columns = {k: [getattr(layout, k)] for k in ("tp", "pp", "vpp", "cp", "ep", "dp", "zero")}
-    kind = int(kind_code(layout_features(columns, gpu.scale_up_ranks, spec.moe is not None))[0])
+    kind = int(kind_code(layout_features(columns, gpu.scale_up_ranks, spec.moe is not None, layout.etp))[0])
     moe = spec.moe is not None
     own = group_key(run["model"]["catalog"], run["gpu"], run["gpus"], PRECISION[run["precision"]], framework)
     errors = [e for cls, group, _, e, _, k in rows if k == kind and group != own and (cls == "moe") == moe]
@@ -188,7 +188,7 @@ def chosen_kind_bias(run: dict, framework: str, layout, min_rows: int) -> tuple[
     known = uncertainty_table(spec, dtype, group_key(run["model"]["catalog"], run["gpu"], run["gpus"], dtype,
                                                      framework)).known
     columns = {k: np.array([getattr(layout, k)]) for k in ("tp", "pp", "vpp", "cp", "ep", "dp", "zero")}
-    bias, rows = known.kind_bias(layout_kinds(columns, gpu.scale_up_ranks, spec.moe is not None), min_rows)
+    bias, rows = known.kind_bias(layout_kinds(columns, gpu.scale_up_ranks, spec.moe is not None, layout.etp), min_rows)
     return float(bias[0]), int(rows[0])
 
 

@@ -30,8 +30,8 @@ def scored_rows() -> list[tuple[str, str, np.ndarray, float, bool, int]]:
     """(class, group, layout point, error, held out, kind) of every scored published throughput row."""
     from gpuplan.catalog import load_accelerator
     from gpuplan.core.model.spec import count_parameters
-    from gpuplan.jobs.validation.published_throughput import PRECISION, published_throughput_cases, \
-        published_throughput_rows
+    from gpuplan.jobs.validation.published_throughput import PRECISION, published_expert_tp, \
+        published_throughput_cases, published_throughput_rows
     from gpuplan.jobs.validation.throughput import run_spec, throughput_cases, throughput_reference
 
     rows = {r["id"]: r for r in published_throughput_rows()} | {r["id"]: r for r in throughput_reference()["runs"]}
@@ -48,7 +48,8 @@ def scored_rows() -> list[tuple[str, str, np.ndarray, float, bool, int]]:
         columns["zero"] = [lay.get("zero") or 0]
         point = layout_points(columns, float(count_parameters(spec).active))[0]
         gpu = load_accelerator(run["gpu"])
-        kind = int(kind_code(layout_features(columns, gpu.scale_up_ranks, spec.moe is not None))[0])
+        kind = int(kind_code(layout_features(columns, gpu.scale_up_ranks, spec.moe is not None,
+                                             published_expert_tp(lay)))[0])  # the recipes' etp 1
         framework = "torchtitan" if run["family"].startswith("torchtitan") else "megatron"
         model = run["model"].get("catalog") or run["model"]["name"]
         out.append((cls, group_key(model, run["gpu"], run["gpus"], dtype, framework), point, error, held, kind))
