@@ -142,8 +142,7 @@ OFF_CUDA = [("gaudi3", {"cuda_graph_scope": "moe-router"}, "cuda_graph_scope", "
             ("gaudi2", {"full_iteration_graph": True}, "full_iteration_graph", "one CUDA graph"),
             ("ascend-910b", {"ep_dispatcher": "flex"}, "ep_dispatcher", "give alltoall"),
             ("ascend-910c", {"loss": "te-ce"}, "loss", "Transformer Engine"),
-            ("gaudi3", {"offload_layers": 2}, "offload_layers", "Transformer Engine's offload context"),
-            ("ascend-910b", {"finetune": "qlora"}, "finetune", "no Ascend NPU")]
+            ("gaudi3", {"offload_layers": 2}, "offload_layers", "Transformer Engine's offload context")]
 
 
 @pytest.mark.parametrize("job, route, gpu, option, field, fragment",
@@ -159,6 +158,7 @@ def test_5_cuda_only_options_on_gaudi_and_ascend_are_refused_at_every_door(run_c
 
 
 @pytest.mark.parametrize("gpu, option", [("gaudi3", ("--finetune", "qlora")), ("gaudi3", ("--allocator", "expandable")),
+                                         ("ascend-910b", ("--finetune", "qlora")),  # bitsandbytes' npu path (review M3)
                                          ("ascend-910b", ("--cuda-graph-scope", "none")),
                                          ("gaudi3", ("--offload-layers", "0")), ("mi300x", ("--loss", "te-ce")),
                                          ("mi300x", ("--ep-dispatcher", "flex")), ("mi300x", ("--full-iteration-graph",))])
@@ -271,7 +271,7 @@ def test_8_decode_attention_moves_a_gqa_answer(run_json):
 
 
 @pytest.mark.parametrize("part, option", [("tpu-v5p", {"loss": "te-ce"}), ("tpu-v5p", {"finetune": "qlora"}),
-                                          ("gaudi3", {"offload_layers": 2}), ("ascend-910b", {"finetune": "qlora"})])
+                                          ("gaudi3", {"offload_layers": 2})])
 def test_5_a_compared_part_that_does_not_run_the_option_is_refused(run_cli, client, tmp_path, part, option):
     """Before: the compared row printed, sized as if Transformer Engine / bitsandbytes ran there (as wave 18 refused
     a compared part with no path for the recipe's dtype, jobs.memory.schema._check_compared_recipe)."""
@@ -281,7 +281,8 @@ def test_5_a_compared_part_that_does_not_run_the_option_is_refused(run_cli, clie
                       f"does not run --{field.replace('_', '-')} {value} (")
 
 
-@pytest.mark.parametrize("part, option", [("gaudi3", ("--finetune", "qlora")), ("mi300x", ("--loss", "te-ce")),
+@pytest.mark.parametrize("part, option", [("gaudi3", ("--finetune", "qlora")), ("ascend-910b", ("--finetune", "qlora")),
+                                          ("mi300x", ("--loss", "te-ce")),
                                           ("tpu-v5p", ("--cuda-context-gib", "1"))])
 def test_5_compared_parts_that_run_it_or_ignore_it_stay_answered(run_cli, part, option):
     code, out, err = run_cli("memory", "--model", "mixtral-8x7b", "--gpu", "h100", "--compare", f"h100,{part}",

@@ -10,8 +10,9 @@ HPU or NPU path are refused here (NOT_ON_HPU_NPU):
 - --ep-dispatcher flex / --flex-backend: DeepEP and HybridEP are CUDA / NVSHMEM kernels.
 - --loss te-ce and --offload-layers: Transformer Engine (its Triton cross-entropy; its CUDA-stream offload context),
   which has CUDA and ROCm builds only.
-- --finetune qlora on Ascend only: bitsandbytes' backends are CUDA, ROCm, XPU, Gaudi, Apple Silicon and CPU (its
-  installation guide, v0.50.2, as tpu_rules cites it): Gaudi is among them, Ascend is not.
+- Not --finetune qlora: bitsandbytes 0.50.2 runs on Gaudi (its HPU backend) and on Ascend (``"npu"`` among
+  supported_torch_devices, bitsandbytes/__init__.py L31, with the device-agnostic 'default' 4-bit quantise, dequantise
+  and GEMM kernels, backends/default/ops.py L233-345; review s18 M3): answered, as on Gaudi.
 Left answered: --allocator (torch_npu reads expandable_segments from PYTORCH_NPU_ALLOC_CONF, an allocator of the same
 design; Gaudi's is not modelled apart), --cuda-context-gib / --comm-buffer-gib (each part has a runtime context and
 a collective library's buffers, HCCL on both: sizes of the same overheads). AMD parts run ROCm, where HIP graphs,
@@ -37,13 +38,11 @@ NOT_ON_HPU_NPU = {
     "flex_backend": (None, "leave it out (the MoE all-to-all runs through the collective library)"),
     "loss": (None, "give fp32-ce, vocab-parallel-ce or chunked, or leave it out"),
     "offload_layers": (None, "leave it out"),
-    "finetune": (("Huawei",), "give --finetune lora (a 16-bit base)"),
 }
 """The CUDA_ONLY_OPTIONS refused on those vendors' parts (module docstring)."""
 
-OWN_WORDS = {"finetune": "is a 4-bit NF4 base through bitsandbytes' Linear4bit (CUDA, ROCm, XPU, Gaudi, Apple Silicon "
-                         "and CPU backends: its installation guide, v0.50.2; no Ascend NPU)"}
-"""What an option is where tpu_rules' words name the TPU's own lack (qlora's 'no XLA')."""
+OWN_WORDS: dict[str, str] = {}
+"""What an option is where tpu_rules' words name the TPU's own lack (none refused here needs its own words now)."""
 
 
 def _cannot_run(inputs, gpu, fields) -> tuple[str, object, str, str] | None:

@@ -18,13 +18,13 @@ OPTIMIZER_IMPLS = ("foreach", "fused", "forloop")
 def largest_tensor_elements(spec: ModelSpec, layout: ParallelLayout) -> float:
     """Elements of the largest single parameter tensor on a rank: the embedding / LM head, an MLP
     matrix (fused gate/up: both), or a fused expert tensor (HF transformers 5 and torchtitan keep
-    each MoE layer's experts as one [E, 2i, h] tensor), split by tp (and ep)."""
+    each MoE layer's experts as one [E, 2i, h] tensor), split by tp (the experts by ep x etp: core.expert_layout)."""
     h = spec.hidden_size
     largest = max(spec.vocab_size * h, (2 if spec.fused_gate_up else 1) * spec.mlp.intermediate_size * h)
     moe = spec.moe
     if moe is not None:
         experts = moe.num_experts * (2 if spec.mlp.gated else 1) * moe.expert_intermediate_size * h
-        return np.maximum(largest / layout.tp, experts / (layout.tp * layout.ep))
+        return np.maximum(largest / layout.tp, experts / (layout.expert_tp * layout.ep))
     return largest / layout.tp
 
 
