@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 
 from gpuplan.catalog import load_model
 from gpuplan.core.comm.dp_costs import params_per_gpu, routed_split
-from gpuplan.core.expert_layout import expert_layout_fields, expert_tp_for
+from gpuplan.core.expert_layout import TP_WITHOUT_EP, expert_layout_fields, expert_tp_for, resolved_expert_tp
 from gpuplan.core.memory.model_states import expert_state_shards, stage_params
 from gpuplan.core.parallel import ParallelLayout, check_layout
 from gpuplan.errors import InputError
@@ -29,7 +30,12 @@ def mixtral():
 def test_framework_expert_tp_defaults():
     # Megatron-Core: etp = tp when not given (arguments.py L587-588); torchtitan and DeepSpeed keep whole experts
     assert expert_tp_for("megatron") is None and expert_tp_for("generic") is None
-    assert expert_tp_for("torchtitan") == 1 and expert_tp_for("deepspeed") == 1 and expert_tp_for("hf") == 1
+    assert expert_tp_for("deepspeed") == 1 and expert_tp_for("hf") == 1
+    # torchtitan b5bcd76: tp without expert parallelism (moe_sharding.py L50-67), whole experts with it (review M1)
+    assert expert_tp_for("torchtitan") == TP_WITHOUT_EP
+    assert resolved_expert_tp(TP_WITHOUT_EP, 4, 1) == 4 and resolved_expert_tp(TP_WITHOUT_EP, 4, 8) == 1
+    assert list(resolved_expert_tp(TP_WITHOUT_EP, np.array([4, 4, 2]), np.array([1, 8, 2]))) == [4, 1, 1]
+    assert resolved_expert_tp(None, 4, 8) == 4 and resolved_expert_tp(2, 4, 8) == 2
     assert expert_tp_for("torchtitan", 1) == 1 and expert_tp_for("megatron", 2) == 2
     assert expert_layout_fields("deepspeed") == {"etp": 1, "experts_replicated_over_tp": True}
     assert expert_layout_fields("megatron") == {"etp": None, "experts_replicated_over_tp": False}
@@ -39,6 +45,17 @@ def test_framework_expert_tp_defaults():
 def test_experts_on_one_gpu_are_split_over_etp_x_ep(mixtral, etp, split):
     layout = ParallelLayout(dp=4, tp=4, ep=4, etp=etp)
     assert stage_params(mixtral, layout, 0).experts == pytest.approx(MIXTRAL_EXPERTS / split, rel=1e-12)
+
+
+def test_torchtitan_splits_experts_by_tp_only_without_expert_parallelism(mixtral):
+    # ep 1, tp 4: the experts on the dense TP axis (a quarter of each); ep 4, tp 4: four whole experts' worth
+    assert stage_params(mixtral, ParallelLayout(dp=4, tp=4, ep=1, etp=TP_WITHOUT_EP), 0).experts == pytest.approx(
+        MIXTRAL_EXPERTS / 4, rel=1e-12)
+    assert stage_params(mixtral, ParallelLayout(dp=4, tp=4, ep=4, etp=TP_WITHOUT_EP), 0).experts == pytest.approx(
+        MIXTRAL_EXPERTS / 4, rel=1e-12)
+    # FSDP over the expert region: dp 4 (dense mesh) at ep 1; efsdp = dp 4 x tp 4 / ep 4 = 4 at ep 4
+    assert ParallelLayout(dp=4, tp=4, ep=1, zero=3, etp=TP_WITHOUT_EP).expert_state_shards == 4
+    assert ParallelLayout(dp=4, tp=4, ep=4, zero=3, etp=TP_WITHOUT_EP).expert_state_shards == 4
 
 
 @pytest.mark.parametrize("etp, replicated, shards", [
@@ -74,6 +91,14 @@ def test_layout_rule_etp_times_ep_divides_the_stage_ranks(mixtral):
     assert refused.value.field == "ep"
 
 
+def test_layout_rule_holds_at_ep_1_too(mixtral):
+    # review M2: check_layout skipped the rule at ep 1 (memory --etp 1024 on 8 GPUs answered 27.10 GiB)
+    with pytest.raises(InputError) as refused:
+        check_layout(mixtral, ParallelLayout(dp=8, etp=1024))
+    assert refused.value.field == "etp" and "etp 1024 x ep 1 must divide dp x cp x tp = 8" in str(refused.value)
+    check_layout(mixtral, ParallelLayout(dp=4, tp=2, etp=8))  # 8 ranks: etp 8 lays out
+
+
 def test_planner_region_follows_the_framework():
     assert expert_region_ranks(2, 1, 4, SpaceLimits(framework="megatron")) == 2  # etp = tp: dp x cp
     assert expert_region_ranks(2, 1, 4, SpaceLimits(framework="torchtitan")) == 8  # dp_shard x cp x tp (etp 1)
@@ -99,7 +124,7 @@ def test_memory_matches_the_megatron_log_with_megatron_s_expert_tp(run_cli):
     assert code == 0, err
     whole = json.loads(out)["results"]["peak_allocated"]
     # 3 of the 4 tp shards of every local expert come back: 3/4 x 45.1e9 / 4 experts' share x (2 + 4 B weights and
-    # fp32 grads + 12 B / 4 expert data ranks of master and moments) ~ 76 GB more, minus the optimizer's now
+    # fp32 grads) + 12 B / 4 expert data ranks of master and moments, ~ 50.7 GB more in all, minus the optimizer's now
     # sharded 4 ways instead of 1, minus the gathered routed tokens etp 4 keeps (805,699,584 B, the test below)
     extra = 0.75 * MIXTRAL_EXPERTS / 4 * (2 + 4) + MIXTRAL_EXPERTS / 4 * 12 / 4 - MIXTRAL_EXPERTS / 16 * 12 - 805_699_584
     assert whole - default == pytest.approx(extra, rel=0.02)
@@ -107,12 +132,20 @@ def test_memory_matches_the_megatron_log_with_megatron_s_expert_tp(run_cli):
 
 @pytest.mark.parametrize("args, fragment", [
     (("llama-3-8b", "--gpus", "8", "--etp", "2"), "etp: got 2; llama-3-8b has no experts"),
-    (("mixtral-8x7b", "--gpus", "8", "--etp", "2", "--framework", "torchtitan"), "etp: got 2; --framework torchtitan"),
     (("mixtral-8x7b", "--gpus", "8", "--tp", "2", "--etp", "3"), "etp: got 3; must divide the expert width 14,336"),
     (("mixtral-8x7b", "--gpus", "8", "--tp", "2", "--ep", "8"), "ep: got 8; etp 2 x ep 8 must divide"),
     (("mixtral-8x7b", "--gpus", "8", "--etp", "0"), "etp: got '0'; must be a positive"),
+    # review M2: an --etp past the stage's ranks at ep 1 (Megatron asserts world % (etp x ep x pp) == 0)
+    (("mixtral-8x7b", "--gpus", "8", "--etp", "1024"), "etp: got 1024; x ep 1 = 1024 must divide a pipeline stage's "
+                                                       "GPUs (8 / pp 1)"),
+    (("mixtral-8x7b", "--gpus", "64", "--tp", "4", "--etp", "4", "--framework", "torchtitan"),
+     "etp: got 4; torchtitan sets its expert TP from the layout"),
+    (("mixtral-8x7b", "--gpus", "64", "--tp", "4", "--etp", "1", "--framework", "torchtitan"),
+     "give --etp 1 only with --ep > 1"),
+    (("mixtral-8x7b", "--gpus", "8", "--tp", "2", "--etp", "2", "--framework", "deepspeed"),
+     "etp: got 2; DeepSpeed-MoE's expert tensor parallelism (enable_expert_tensor_parallelism, off by default) is not"),
 ])
-def test_bad_etp_one_line_exit_2(run_cli, args, fragment):
+def test_bad_etp_one_line_exit_2(run_cli, args, fragment):  # memory's door; train / plan's below
     code, out, err = run_cli("memory", *args)
     assert code == 2 and fragment in err and "Traceback" not in err
     assert len(err.strip().splitlines()) == 1
@@ -161,3 +194,14 @@ def test_the_planner_s_network_kind_reads_the_expert_group():
     assert layout_features(columns, 72, True)["ep_network"][0]
     assert not layout_features(columns, 72, True, etp=1)["ep_network"][0]
     assert layout_features(columns, 8, True, etp=1)["ep_network"][0]  # 64 ranks leave an 8-GPU node
+
+
+@pytest.mark.parametrize("command, args", [
+    ("train", ("--gpus", "8", "--tp", "2", "--etp", "16")),
+    ("plan", ("--gpus", "64", "--tp", "4", "--pp", "2", "--ep", "8", "--etp", "16")),
+])
+def test_train_and_plan_name_etp_where_no_stage_can_hold_it(run_cli, command, args):
+    # review S1: the search's refusal named only `gpus` ("no layout can use these GPU counts")
+    code, out, err = run_cli(command, "mixtral-8x7b", *args)
+    assert code == 2 and err.startswith("error: etp: got 16; x ep ") and "must divide a pipeline stage's GPUs" in err
+    assert len(err.strip().splitlines()) == 1

@@ -67,7 +67,9 @@ class ParallelLayout:
     @property
     def expert_tp(self):
         """The expert tensor-parallel degree in force (etp, or tp where None)."""
-        return self.tp if self.etp is None else self.etp
+        from gpuplan.core.expert_layout import resolved_expert_tp
+
+        return resolved_expert_tp(self.etp, self.tp, self.ep)
 
     @property
     def expert_state_shards(self):
@@ -169,7 +171,7 @@ def check_expert_layout(spec: ModelSpec, layout: ParallelLayout) -> None:
     dp x cp where DeepSpeed-MoE carves it from the data-parallel ranks; etp must split each expert's width
     (Megatron-Core's TEGroupedMLP shards moe_ffn_hidden_size over the expert TP group)."""
     etp, data = layout.expert_tp, layout.dp * layout.cp
-    if layout.etp is not None:
+    if layout.etp is not None and not isinstance(layout.etp, str):  # a number (str: the framework's rule)
         if not isinstance(layout.etp, int) or layout.etp < 1:
             raise InputError("etp", layout.etp, "must be a positive integer")
         if spec.moe is None and layout.etp > 1:
@@ -178,20 +180,20 @@ def check_expert_layout(spec: ModelSpec, layout: ParallelLayout) -> None:
         if layout.experts_replicated_over_tp and layout.etp != 1:
             raise InputError("etp", layout.etp, "DeepSpeed-MoE keeps whole experts on each tensor-parallel rank "
                              "(enable_expert_tensor_parallelism off): give --etp 1 or leave it out")
+    given = isinstance(layout.etp, int)  # --etp (None: tp; a str: the framework's rule, core.expert_layout)
     if spec.moe is not None and spec.moe.expert_intermediate_size % etp:
-        raise InputError("etp" if layout.etp is not None else "tp", etp, f"must divide the expert width "
+        raise InputError("etp" if given else "tp", etp, f"must divide the expert width "
                          f"({spec.moe.expert_intermediate_size:,}; expert tensor parallelism splits it)")
-    if layout.ep == 1:
-        return
     if layout.experts_replicated_over_tp:
-        if data % layout.ep:
+        if layout.ep > 1 and data % layout.ep:
             raise InputError("ep", layout.ep, f"must divide dp x cp = {data} (DeepSpeed-MoE carves expert "
                              "parallelism out of the data-parallel ranks)")
         return
     ranks = data * layout.tp
-    if ranks % (etp * layout.ep):
-        raise InputError("ep", layout.ep, f"etp {etp} x ep {layout.ep} must divide dp x cp x tp = {ranks} (the experts "
-                         "are laid out over etp x ep of a pipeline stage's ranks"
+    if ranks % (etp * layout.ep):  # at ep 1 too: an --etp beyond the stage's ranks (review s18 M2)
+        field = "ep" if layout.ep > 1 else "etp"
+        raise InputError(field, getattr(layout, field), f"etp {etp} x ep {layout.ep} must divide dp x cp x tp = "
+                         f"{ranks} (the experts are laid out over etp x ep of a pipeline stage's ranks"
                          f"{'; etp = tp unless --etp is given' if layout.etp is None else ''})")
 
 

@@ -106,7 +106,7 @@ class Plan:
         return {"gpus": self.gpus, "dp": lay.dp, "tp": lay.tp, "pp": lay.pp, "vpp": lay.vpp, "cp": lay.cp,
                 "ep": lay.ep, "zero": lay.zero, "micro_batch": lay.micro_batch, "recompute": self.recompute,
                 "global_batch": self.global_batch, "idle_gpus": self.idle_gpus,
-                **({"etp": lay.etp} if lay.ep > 1 and lay.expert_tp != lay.tp else {})}
+                **({"etp": int(lay.expert_tp)} if lay.ep > 1 and lay.expert_tp != lay.tp else {})}
 
 
 def layout_text(layout: ParallelLayout, recompute: str) -> str:
@@ -114,7 +114,7 @@ def layout_text(layout: ParallelLayout, recompute: str) -> str:
     parts += [f"vpp{layout.vpp}"] if layout.vpp > 1 else []
     parts += [f"cp{layout.cp}"] if layout.cp > 1 else []
     parts += [f"ep{layout.ep}"] if layout.ep > 1 else []
-    parts += [f"etp{layout.etp}"] if layout.ep > 1 and layout.expert_tp != layout.tp else []  # core.expert_layout
+    parts += [f"etp{layout.expert_tp}"] if layout.ep > 1 and layout.expert_tp != layout.tp else []  # core.expert_layout
     again = "no recompute" if recompute == "none" else f"{recompute} recompute"
     return " ".join(parts) + f" ZeRO-{layout.zero} mb{layout.micro_batch}, {again}"
 
@@ -138,13 +138,15 @@ def evaluate_layout(ev: Evaluator, layout: ParallelLayout, recompute: str, targe
                 gpus_asked or layout.world, excess)
 
 
-def row_layout(table: LayoutTable, i: int) -> tuple[ParallelLayout, str]:
-    """The layout and recompute mode of row ``i`` of a search table."""
+def row_layout(table: LayoutTable, i: int, expert_tp=None) -> tuple[ParallelLayout, str]:
+    """The layout and recompute mode of row ``i`` of a search table (``expert_tp``: the search's
+    StepSettings.expert_tp, so its text names an etp other than tp; evaluate_layout sets it from the Evaluator)."""
     def get(name: str) -> int:
         return int(table[name][i])
 
     layout = ParallelLayout(dp=get("dp"), tp=get("tp"), pp=get("pp"), vpp=get("vpp"), cp=get("cp"), ep=get("ep"),
-                            zero=get("zero"), micro_batch=get("micro_batch"), global_batch=get("global_batch"))
+                            etp=expert_tp, zero=get("zero"), micro_batch=get("micro_batch"),
+                            global_batch=get("global_batch"))
     return layout, RECOMPUTE_MODES[get("recompute")]
 
 

@@ -32,7 +32,7 @@ from itertools import product
 
 import numpy as np
 
-from gpuplan.core.expert_layout import EXPERTS_REPLICATED_OVER_TP, expert_tp_for
+from gpuplan.core.expert_layout import EXPERTS_REPLICATED_OVER_TP, TP_WITHOUT_EP, expert_tp_for
 from gpuplan.core.model.spec import ModelSpec
 from gpuplan.core.parallel import virtual_stages_fit
 from gpuplan.errors import InputError
@@ -345,6 +345,7 @@ def expert_region_ranks(dp: int, cp: int, tp: int, limits: SpaceLimits) -> int:
     etp = expert_tp_for(limits.framework, limits.etp)
     if etp is None or limits.framework in EXPERTS_REPLICATED_OVER_TP:
         return dp * cp
+    etp = 1 if etp == TP_WITHOUT_EP else etp  # torchtitan: whole experts wherever ep > 1 (ep 1 divides any region)
     ranks = dp * cp * tp
     return ranks // etp if ranks % etp == 0 else 0
 

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from gpuplan.core.expert_layout import resolved_expert_tp
 from gpuplan.core.row_groups import group_rows
 
 CLASSES = ("bf16", "fp8", "moe")
@@ -154,7 +155,7 @@ def layout_features(columns, domain: int, moe: bool, etp=None) -> dict[str, np.n
     ep, zero, dp = (np.asarray(columns[k]) for k in ("ep", "zero", "dp"))
     world = tp * cp * dp * pp
     return {
-        "ep_network": moe & (ep > 1) & ((tp if etp is None else etp) * ep > domain),
+        "ep_network": moe & (ep > 1) & (resolved_expert_tp(etp, tp, ep) * ep > domain),
         "zero3_network": (zero >= 3) & (tp * cp * dp > domain),
         "pipeline": pp > 1,
         "interleaved": vpp > 1,

@@ -21,11 +21,23 @@ def check_expert_tp(inputs, spec) -> None:
     if spec.moe is None:
         raise InputError("etp", etp, f"{spec.name} has no experts (dense): expert tensor parallelism changes "
                          "nothing; leave --etp out")
+    ep = getattr(inputs, "ep", None)
+    if framework == "torchtitan" and (etp != 1 or not ep or ep == 1):
+        raise InputError("etp", etp, "torchtitan sets its expert TP from the layout: tp without expert parallelism "
+                         "(models/common/moe_sharding.py@b5bcd76 L50-67), 1 with it (its expert mesh has no TP "
+                         "dimension, parallel_dims.py L242): give --etp 1 only with --ep > 1, or leave it out")
     if etp > 1 and framework not in EXPERT_TP_FOLLOWS_TP:
-        raise InputError("etp", etp, f"--framework {framework} keeps whole experts on each rank (torchtitan's expert "
-                         "region has no TP dimension, parallel_dims.py@b5bcd76 L242; DeepSpeed-MoE's "
-                         "enable_expert_tensor_parallelism is off): give --etp 1, or --framework megatron")
+        why = ("DeepSpeed-MoE's expert tensor parallelism (enable_expert_tensor_parallelism, off by default) is not "
+               "modelled" if framework == "deepspeed" else f"--framework {framework} runs no tensor parallelism")
+        raise InputError("etp", etp, f"{why}: give --etp 1, or --framework megatron")
     width = spec.moe.expert_intermediate_size
     if width % etp:
         raise InputError("etp", etp, f"must divide the expert width {width:,} of {spec.name} (expert tensor "
                          "parallelism splits it)")
+    gpus, pp = getattr(inputs, "gpus", None), getattr(inputs, "pp", None) or 1
+    counts = [n for n in (gpus if isinstance(gpus, tuple) else (gpus,) if isinstance(gpus, int) else ()) if n % pp == 0]
+    group = etp * (ep or 1)  # the planner's own refusal named only `gpus` (review s18 S1)
+    if counts and all((n // pp) % group for n in counts):
+        raise InputError("etp", etp, f"x ep {ep or 1} = {group} must divide a pipeline stage's GPUs ({counts[0]:,} / pp "
+                         f"{pp}{' for every count given' if len(counts) > 1 else ''}): Megatron-Core lays the experts "
+                         "out over etp x ep of a stage's ranks")

@@ -155,8 +155,8 @@ Cp = option(Degree | None, None, "Context-parallel degree. " + NOT_GIVEN.format(
 Ep = option(Degree | None, None, "Expert-parallel degree (MoE). " + NOT_GIVEN.format(memory="1"), "planner")
 Etp = option(Degree | None, None, "Expert tensor-parallel degree (MoE): how many ways each routed expert's matrices "
              "are split (Megatron-Core's --expert-tensor-parallel-size; Megatron-Bridge's MoE recipes set 1). Not "
-             "given: the framework's, tp under megatron and generic (Megatron-Core's default), 1 under torchtitan and "
-             "deepspeed (whole experts).", "framework")
+             "given: the framework's, tp under megatron and generic (Megatron-Core's default); under torchtitan tp "
+             "without expert parallelism and 1 with it; 1 under deepspeed (whole experts).", "framework")
 ZeroStage = option(Zero | None, None, "ZeRO stage 0-3 (3 = FSDP full shard). Not given: the planner's choice "
                    "(train, budget, plan); for `memory`, the framework's when data-parallel (torchtitan 3, hf 0, "
                    "others 1), else 0 (calibrate: the log format's).", "planner")

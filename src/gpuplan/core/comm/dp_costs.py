@@ -25,6 +25,7 @@ from gpuplan.core.comm.collective_cost import CollectiveCost
 from gpuplan.core.comm.fsdp2_reshard import fsdp2_no_reshard
 from gpuplan.core.frameworks import framework, runs_bf16_optimizer
 from gpuplan.core.model.spec import ModelSpec, count_parameters
+from gpuplan.core.expert_layout import resolved_expert_tp
 from gpuplan.core.parallel import expert_data_group
 from gpuplan.core.row_groups import group_rows
 from gpuplan.core.comm.zero3_gathers import gathers_per_micro_batch, layer_submodule_params
@@ -48,7 +49,7 @@ and bf16_optimizer.py L359 all-gathers the updated partitions."""
 def routed_split(tp, ep, expert_tp):
     """How many ways a layer's routed experts are split: ep x etp (``expert_tp``: StepSettings.expert_tp,
     None = tp; core.parallel.ParallelLayout.etp)."""
-    return ep * (tp if expert_tp is None else expert_tp)
+    return ep * resolved_expert_tp(expert_tp, tp, ep)
 
 
 def params_per_gpu(spec: ModelSpec, tp, pp, ep, expert_tp=1):
@@ -170,9 +171,8 @@ def expert_share(spec: ModelSpec, settings, tp, pp, ep):
 
 
 def expert_data_ranks(data, tp, ep, expert_tp=None, replicated_over_tp: bool = False):
-    """Ranks of the expert data-parallel group beside ``data`` (dp x cp) ranks as memory counts them (core.parallel.
-    expert_data_group: data x tp / (etp x ep), ``expert_tp`` None = tp; DeepSpeed's ``replicated_over_tp``: / ep)."""
-    return expert_data_group(data, tp, ep, tp if expert_tp is None else expert_tp, replicated_over_tp)
+    """The expert data-parallel group beside ``data`` (dp x cp) ranks, as memory counts it: core.parallel.expert_data_group."""
+    return expert_data_group(data, tp, ep, resolved_expert_tp(expert_tp, tp, ep), replicated_over_tp)
 
 
 def optimizer_shards(spec: ModelSpec, settings, zero, *, data, tp, pp, ep):
@@ -196,7 +196,7 @@ def _populations(spec: ModelSpec, cluster, settings, *, tp, pp, ep, shard, train
     (expert_data_ranks of the shard, etp x ep apart: Megatron-Core's expert rank order tp-ep-dp-pp,
     parallel_state.py)."""
     share = expert_share(spec, settings, tp, pp, ep)
-    etp = tp if settings.expert_tp is None else settings.expert_tp
+    etp = resolved_expert_tp(settings.expert_tp, tp, ep)
     expert_ranks = expert_data_ranks(shard, tp, ep, settings.expert_tp, settings.dp_schedule == "deepspeed")  # DeepSpeed-MoE
     return ((1 - share, cluster.group(shard, tp)), (share, cluster.group(expert_ranks, etp * ep)))
 

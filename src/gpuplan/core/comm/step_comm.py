@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from gpuplan.core.expert_layout import resolved_expert_tp
 from gpuplan.core.comm import async_tp, tp_comm_dtype as TPD, volumes as C
 from gpuplan.core.comm.group_geometry import domain_split
 from gpuplan.core.comm.embedding_tp import embedding_output_costs
@@ -141,7 +142,7 @@ def step_communication(spec: ModelSpec, cluster: Cluster, settings, *, dp, tp, p
     # expert_tensor_parallel_size); ranks in one scale-up domain exchange over NVLink, the rest over
     # the network, both at once (comm.expert_all_to_all_time).
     if spec.moe is not None:
-        etp = tp if settings.expert_tp is None else settings.expert_tp
+        etp = resolved_expert_tp(settings.expert_tp, tp, ep)  # core.expert_layout (None: tp)
         # the slowest expert group's members in one domain, at most the group (Cluster.group: min(domain // etp, ep)
         # where the groups divide the domains evenly, the fewest one domain holds where they straddle)
         per_domain = cluster.group(ep, etp).per_node

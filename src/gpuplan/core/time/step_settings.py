@@ -85,9 +85,10 @@ class StepSettings:
     eager_fallbacks: tuple[str, ...] = ()
     """Megatron-Core paths the run takes as eager ops where the model has them: 'expert-bias',
     'yarn-rope', 'clamped-glu', 'unfused-bda' (core.time.eager_fallbacks); () for fused kernels or another framework."""
-    expert_tp: int | None = None
+    expert_tp: int | str | None = None
     """Expert tensor parallelism: None = tp (Megatron-Core's default for --expert-tensor-parallel-size); the
-    framework's or --etp (core.expert_layout.expert_tp_for, which sets the memory layout's etp too)."""
+    framework's or --etp (core.expert_layout.expert_tp_for, which sets the memory layout's etp too; torchtitan's
+    rule 'tp-without-ep' resolved per layout by resolved_expert_tp)."""
     ep_dispatcher: str = "alltoall"
     """'alltoall' (NCCL all-to-all: one copy per remote expert) or 'flex' (DeepEP / HybridEP: one
     copy per remote node, then NVLink), core/comm.expert_all_to_all_time."""

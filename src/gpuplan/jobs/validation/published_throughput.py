@@ -103,7 +103,7 @@ def _parsed_rows() -> list[dict[str, Any]]:
 def published_expert_tp(lay: dict[str, Any]) -> int:
     """A published row's expert TP, read by memory (published_layout) and the step (predicted_step): its etp, else 1 —
     Megatron-Bridge / NeMo MoE recipes set expert_tensor_parallel_size = 1 (src/megatron/bridge/recipes/qwen/*/
-    qwen3_moe.py, perf_recipes/*); torchtitan keeps whole experts (core.expert_layout)."""
+    qwen3_moe.py, perf_recipes/*); no torchtitan MoE row is published (its rule: core.expert_layout)."""
     return lay.get("etp") or 1
 
 
