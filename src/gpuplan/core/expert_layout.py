@@ -21,8 +21,6 @@
 
 from __future__ import annotations
 
-import numpy as np
-
 TP_WITHOUT_EP = "tp-without-ep"
 """torchtitan's expert TP: tp where ep is 1, 1 where ep > 1 (module docstring); resolved per layout by
 resolved_expert_tp."""
@@ -48,6 +46,8 @@ def resolved_expert_tp(expert_tp, tp, ep):
     if expert_tp is None:
         return tp
     if expert_tp == TP_WITHOUT_EP:
+        import numpy as np  # lazily: the schema imports this module, and its help loads no numpy (issue 39)
+
         etp = np.where(np.asarray(ep) > 1, 1, tp)
         return int(etp) if etp.ndim == 0 else etp
     return expert_tp

@@ -329,7 +329,7 @@ def notes(spec, counts, flops: Flops, inputs: TrainingInputs, plan: Plan,
                    "kernel and network their sources state; Llama 3.1 "
                    "405B, DeepSeek-V3 and llm.c's GPT-2 350M / 774M / 1558M, 2024, 0.83-1.08x: docs/accuracy.md); the "
                    "budget's failure and checkpoint lines hold part of that (with them and the stated batch ramps and "
-                   "layouts, 12.0% mean over twenty-three held-out runs, predicted low on average; the worst BioMedLM "
+                   "layouts, 11.9% mean over twenty-three held-out runs, predicted low on average; the worst BioMedLM "
                    "2.7B, -22.6% with its stack read after its -58.4%, llm.c's GPT-2 350M and MPT-7B, +20.3 / "
                    "-18.5%: docs/training.md)")
     from gpuplan.adapters.resolve import resolve_gpu
