@@ -22,7 +22,6 @@ import json
 
 import pytest
 
-from gpuplan import cli
 from gpuplan.catalog import load_accelerator
 from gpuplan.core.serving import fp8_marlin as FM
 from gpuplan.core.serving import marlin as MG
@@ -38,12 +37,9 @@ LLAMA_DECODE_READ = 8_030_527_488
 
 
 @pytest.fixture
-def infer(capsys):
-    def run(*args: str):
-        code = cli.main(["infer", *args])
-        out, err = capsys.readouterr()
-        return code, out, err
-    return run
+def infer(run_cli):
+    """`gpuplan infer ...` through cli.main (conftest's run_cli)."""
+    return lambda *args: run_cli("infer", *args)
 
 
 def _plan(**kw):
