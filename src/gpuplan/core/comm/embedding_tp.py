@@ -40,8 +40,11 @@ alone -- never less exposed than the output layer's. The 'output layer' row then
 first stage holds none), and the first stage's embedding charge stands as an upper bound for the last stage's output
 layer: a reduce-scatter + all-gather (SP) or an all-reduce either way, exposed on the first stage, partly hidden
 under Megatron-Core on the last. With LoRA (``finetune`` not 'full') the frozen embedding computes no gradient, so
-under SP its backward all-gather is not charged. Not charged: an MTP module's own lookup and head
-(core.model.mtp), torchtitan with loss parallelism turned off (a gather of the logits). Units: seconds, bytes.
+under SP its backward all-gather is not charged. Each MTP module (core.model.mtp) looks the embedding up and runs the
+output layer once more (Megatron-Core's multi_token_prediction.py: _get_embeddings, process_mtp_loss): charged at pp 1,
+where one stage holds them; with pp > 1 they sit on the last stage, which the first stage's charge does not bound
+then (not charged). Not charged either: torchtitan with loss parallelism turned off (a gather of the logits). Units:
+seconds, bytes.
 """
 
 from __future__ import annotations
@@ -94,7 +97,10 @@ def embedding_output_costs(spec, settings, *, tp, pp, micro_batches, buffer, sec
         embed_one, embed_kind, embed_what = seconds("all_reduce"), "all_reduce", "all-reduce (no SP)"
     if sp and settings.finetune != "full":  # a frozen embedding (LoRA) has no gradient: its backward AG never runs
         embed_one = embed_one - seconds("all_gather")
-    embed_calls = micro_batches * on
+    # + each MTP module's own lookup and output layer where the stage holds them (pp 1: megatron/core/transformer/
+    # multi_token_prediction.py@d98e8a6 L1302 embedding(...) in _get_embeddings, L1013 output_layer(...) per module)
+    copies = 1 + spec.mtp_layers * (np.asarray(pp) == 1)
+    embed_calls = micro_batches * on * copies
     embed_seconds = embed_calls * (embed_one + casts)
     embed = CollectiveCost("TP", f"embedding (vocab-parallel), {embed_what}{fp32}", embed_calls, buffer, tp,
                            embed_seconds, embed_seconds, embed_kind, group)
@@ -110,7 +116,7 @@ def embedding_output_costs(spec, settings, *, tp, pp, micro_batches, buffer, sec
         total = exposed = seconds("all_reduce")
         if mega:
             exposed = np.maximum(0.0, total - grads * output_pass)
-    out_calls = micro_batches * on * (np.asarray(pp) == 1)
+    out_calls = micro_batches * on * (np.asarray(pp) == 1) * copies
     hidden = ", backward beside the output GEMMs" if mega else ""
     out = CollectiveCost("TP", f"output layer, {'AG + RS (SP)' if sp else 'all-reduce (no SP)'}{hidden}{fp32}",
                          out_calls, buffer, tp, out_calls * (total + casts), out_calls * (exposed + casts),
