@@ -28,7 +28,7 @@ from gpuplan.errors import InputError
 from gpuplan.jobs.inference.resolve import Plan, plan_on_gpu
 from gpuplan.jobs.inference.serving import (max_sequences_at, price_for, scheduler_refusal, search_tps, serves,
                                               serving_gpus)
-from gpuplan.jobs.inference.sizing_text import TP_SEARCH, disagg_gpu_lines, launch_line
+from gpuplan.jobs.inference.sizing_text import TP_SEARCH, disagg_gpu_lines, launch_line, rate_text
 from gpuplan.jobs.inference.sizing_text import ms_text as _ms, placement as _placement, ttft_terms as _ttft_terms
 from gpuplan.report.model import Line, Section, Table
 
@@ -285,14 +285,14 @@ def _disagg_pool_lines(plan: Plan, target: LoadTarget, pools: tuple[Pool, Pool],
         Line("disagg_prefill", "prefill pool", {"gpu": prefill.gpu.id, "tp": prefill.tp,
                                                "instances": prefill.instances},
              text=_placement(prefill.instances, prefill.tp, prefill.gpu, prefill.gpus),
-             formula=f"{prefill.rate_per_instance:,.2f} requests/s each: server hold + prefill + M/M/1 wait p99 + KV transfer "
+             formula=f"{rate_text(prefill.rate_per_instance)} requests/s each: server hold + prefill + M/M/1 wait p99 + KV transfer "
                      "within the TTFT target"),
         Line("disagg_decode", "decode pool", {"gpu": decode.gpu.id, "tp": decode.tp, "instances": decode.instances},
              text=_placement(decode.instances, decode.tp, decode.gpu, decode.gpus),
-             formula=f"{decode.rate_per_instance:,.2f} requests/s each at {decode.in_flight:,.0f} sequences in "
+             formula=f"{rate_text(decode.rate_per_instance)} requests/s each at {decode.in_flight:,.0f} sequences in "
                      "flight (Little's law), decode steps never interrupted by prompts"),
         Line("disagg_ttft_p99", "TTFT p99", prefill.latency_s, "s", f"{_ms(prefill.latency_s)} (target "
-             f"{_ms(target.ttft_p99)})", f"at {target.requests_per_s / prefill.instances:,.2f} requests/s an "
+             f"{_ms(target.ttft_p99)})", f"at {rate_text(target.requests_per_s / prefill.instances)} requests/s an "
              "instance (the load asked): " + _ttft_terms(
                  RP.disaggregated_hold_seconds(plan.setup.runtime, plan.prompt), prefill.prefill_s,
                  target.requests_per_s / prefill.instances * prefill.prefill_s, prefill.transfer_s)
@@ -301,7 +301,7 @@ def _disagg_pool_lines(plan: Plan, target: LoadTarget, pools: tuple[Pool, Pool],
                  "the prefill and the decode servers tokenise at once, counted once") + ")"),
         Line("disagg_tpot", "time per output token", decode.latency_s, "s",
              f"{_ms(decode.latency_s)} (target {_ms(target.tpot)})", "decode step at the batch in flight at "
-             f"{target.requests_per_s / decode.instances:,.2f} requests/s an instance (the load asked)"),
+             f"{rate_text(target.requests_per_s / decode.instances)} requests/s an instance (the load asked)"),
         Line("disagg_cost_per_hour", "cost", total, "USD/h", NO_PRICE_TEXT if total is None else
              f"{format_usd(total, 2)}/h" + ("" if together is None else f" (colocated: {format_usd(together, 2)}/h)"),
              prefill.price_source if prefill.price_source == decode.price_source  # one GPU type: one price
@@ -349,15 +349,15 @@ def sizing_section(plan: Plan, target: LoadTarget, configs: list[SizedConfig], a
         # the load asked beside the latencies: the table's row for this configuration gives them at the rate
         # a replica sustains (265 ms beside 454 ms for one B200, wave 7 invariant sweep, issue 39)
         Line("sized_rate_per_replica", "requests/s per replica (the most within the targets)", r.rate, "requests/s",
-             f"{r.rate:,.2f}",
+             rate_text(r.rate),
              f"{r.in_flight:,.1f} in flight, prefill {r.prefill_utilisation:.0%} of GPU time"),
         Line("sized_ttft_p99", "TTFT p99", load.ttft_p99, "s",
-             f"{_ms(load.ttft_p99)} at {load.rate:,.2f} requests/s a replica (target {ttft})",
+             f"{_ms(load.ttft_p99)} at {rate_text(load.rate)} requests/s a replica (target {ttft})",
              "at the load asked: "
              + _ttft_terms(RP.server_hold_seconds(plan.setup.runtime, plan.prompt), prefill_s, load.prefill_utilisation)
              + " (docs/inference.md)"),
         Line("sized_tpot", "time per output token", load.tpot, "s", f"{_ms(load.tpot)} at that load (target {tpot})",
-             f"at {load.rate:,.2f} requests/s a replica: decode step at the batch in flight / (1 - prefill share)"),
+             f"at {rate_text(load.rate)} requests/s a replica: decode step at the batch in flight / (1 - prefill share)"),
         Line("sized_cost_per_hour", "cost", best.cost_per_hour, "USD/h",
              NO_PRICE_TEXT if best.cost_per_hour is None else f"{format_usd(best.cost_per_hour, 2)}/h", best.price_source),
         Line("sized_cost_per_million_tokens", "cost per million tokens", per_million, "USD",

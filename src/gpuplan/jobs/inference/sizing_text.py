@@ -142,7 +142,13 @@ def launch_said_once(sections) -> tuple:
 
 def placement(count: int, tp: int, gpu: Accelerator, gpus: int) -> str:
     """'2 x (tp 4 on NVIDIA H100 80GB SXM5) = 8 GPUs': replicas or instances of one TP group."""
-    return f"{count} x (tp {tp} on {gpu.name}) = {plural(gpus, 'GPU')}"
+    return f"{count:,} x (tp {tp} on {gpu.name}) = {plural(gpus, 'GPU')}"
+
+
+def rate_text(rate: float) -> str:
+    """Requests a second as the answer prints them: two decimals with thousands separators, three significant
+    digits below 0.01 ('--rps 1e-6' printed 'at 0.00 requests/s a replica'; H1 wave 20's found list)."""
+    return f"{rate:,.2f}" if rate >= 0.01 or rate == 0 else f"{rate:.3g}"
 
 
 def ms_text(seconds: float) -> str:
@@ -171,7 +177,7 @@ def disagg_gpu_lines(asked_gpu: str | None, pools: tuple, cheapest: tuple) -> tu
         return ()
     prefill, decode = cheapest
     hourly = [p.cost_per_hour for p in cheapest]
-    text = (f"prefill {prefill.instances} x (tp {prefill.tp}) + decode {decode.instances} x (tp {decode.tp}) on "
+    text = (f"prefill {prefill.instances:,} x (tp {prefill.tp}) + decode {decode.instances:,} x (tp {decode.tp}) on "
             f"{prefill.gpu.name} = {plural(prefill.gpus + decode.gpus, 'GPU')}"
             + ("" if None in hourly else f", {format_usd(sum(hourly), 2)}/h"))
     return (Line("disagg_any_gpu", "cheapest on any GPU type", None, text=text,
