@@ -82,8 +82,10 @@ def test_decode_streams_one_byte_weights_and_prefill_runs_at_marlins_ceiling():
 def test_block_fp8_scales_become_16_bit_group_scales():
     """DeepSeek-V3's 128 x 128 blocks: Marlin keeps one 16-bit scale per 128 weights along K (group_size =
     weight_block_size[1], marlin_utils_fp8.py@v0.9.0 L123-160): 8 + 16 / 128 = 8.125 bits. Its routed experts alone
-    are 58 layers x 256 x 3 x 7,168 x 2,048 = 653.9 B weights, the dense matmuls ~15 B more, so the scales add
-    ~669 B x 2 / 128 bytes = ~10.45 GB over the whole model (1%)."""
+    are 58 layers x 256 x 3 x 7,168 x 2,048 = 653,908,770,816 weights, the dense matmuls (attention 11,413,547,008 +
+    dense MLPs 1,189,085,184 + shared experts 2,554,331,136: count_parameters) 15,156,963,328 more, so the scales add
+    669,065,734,144 x 2 / 128 = 10,454,152,096 bytes over the whole model (weight_bytes_per_gpu of the plan's groups,
+    every stage's: ~1%)."""
     def weights(gpu, engine):
         plan = resolve_plan(InferenceInputs(model="deepseek-v3", gpu=gpu, engine=engine, tp=8, pp=2))
         return plan, W.weight_bytes_per_gpu(plan.groups, plan.setup.fmt, plan.spec.num_layers)

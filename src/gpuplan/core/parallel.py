@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from gpuplan.core.expert_layout import resolved_expert_tp
 from gpuplan.core.model.spec import ModelSpec
 from gpuplan.errors import InputError
 
@@ -67,8 +68,6 @@ class ParallelLayout:
     @property
     def expert_tp(self):
         """The expert tensor-parallel degree in force (etp, or tp where None)."""
-        from gpuplan.core.expert_layout import resolved_expert_tp
-
         return resolved_expert_tp(self.etp, self.tp, self.ep)
 
     @property

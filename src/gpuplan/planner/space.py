@@ -32,7 +32,7 @@ from itertools import product
 
 import numpy as np
 
-from gpuplan.core.expert_layout import EXPERTS_REPLICATED_OVER_TP, TP_WITHOUT_EP, expert_tp_for
+from gpuplan.core.expert_layout import EXPERTS_REPLICATED_OVER_TP, expert_tp_for, resolved_expert_tp
 from gpuplan.core.model.spec import ModelSpec
 from gpuplan.core.parallel import virtual_stages_fit
 from gpuplan.errors import InputError
@@ -342,10 +342,10 @@ def expert_region_ranks(dp: int, cp: int, tp: int, limits: SpaceLimits) -> int:
     """The ranks of a pipeline stage ep must divide once etp has split them (core.parallel.check_expert_layout):
     dp x cp x tp / etp, i.e. dp x cp where etp = tp (Megatron-Core's default) or DeepSpeed-MoE carves ep from the
     data-parallel ranks; 0 where etp does not divide dp x cp x tp (no expert layout)."""
-    etp = expert_tp_for(limits.framework, limits.etp)
-    if etp is None or limits.framework in EXPERTS_REPLICATED_OVER_TP:
+    if limits.framework in EXPERTS_REPLICATED_OVER_TP:
         return dp * cp
-    etp = 1 if etp == TP_WITHOUT_EP else etp  # torchtitan: whole experts wherever ep > 1 (ep 1 divides any region)
+    # the etp of any layout with ep > 1 (ep 1 divides every region): tp, --etp, or torchtitan's 1
+    etp = resolved_expert_tp(expert_tp_for(limits.framework, limits.etp), tp, ep=2)
     ranks = dp * cp * tp
     return ranks // etp if ranks % etp == 0 else 0
 

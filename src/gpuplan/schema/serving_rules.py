@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 
+from gpuplan.core.serving.releases import version_text
 from gpuplan.errors import InputError
 
 SAMPLER_SINCE = {
@@ -39,17 +40,13 @@ SAMPLER_SINCE = {
 release's own): (version, what it is)."""
 
 
-def _text(version: tuple[int, ...]) -> str:
-    return ".".join(map(str, version[:3]))
-
-
 def check_sampler(sampler: str, release) -> None:
     """InputError naming ``sampler`` where the vLLM ``release`` (core.serving.releases.EngineRelease) predates it."""
     since = SAMPLER_SINCE.get(sampler)
     if since is None or release.engine != "vllm" or release.version >= since[0]:
         return
-    raise InputError("sampler", sampler, f"{release.label} predates {since[1]}, which vLLM runs from {_text(since[0])}: "
-                     f"give --sampler torch-sort or auto (the release's), or --engine vllm=={_text(since[0])} or later")
+    raise InputError("sampler", sampler, f"{release.label} predates {since[1]}, which vLLM runs from {version_text(since[0])}: "
+                     f"give --sampler torch-sort or auto (the release's), or --engine vllm=={version_text(since[0])} or later")
 
 
 def check_endpoint(endpoint: str, release) -> None:
@@ -58,7 +55,7 @@ def check_endpoint(endpoint: str, release) -> None:
 
     if endpoint != "chat" or RP.chat_template_seconds(release):
         return
-    first = _text(RP.CHAT_TEMPLATE_REPARSE_RELEASES[0])
+    first = version_text(RP.CHAT_TEMPLATE_REPARSE_RELEASES[0])
     raise InputError("endpoint", endpoint, f"changes nothing under {release.label}: its chat endpoint is timed as "
                      "the completions one (the prompt is the engine's tokens; the template's render, ~0.05 ms, is not "
                      f"costed); only vLLM {first}'s re-parse of the chat template per request is "

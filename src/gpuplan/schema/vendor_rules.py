@@ -30,19 +30,15 @@ from gpuplan.schema.tpu_rules import CUDA_ONLY_OPTIONS
 OFF_CUDA_VENDORS = {"Intel": "Intel's HPU bridge", "Huawei": "torch_npu"}
 """Catalog vendors whose parts run PyTorch without CUDA or ROCm, and through what."""
 
-NOT_ON_HPU_NPU = {
-    # field: (the vendors it is refused on, None: both; what is valid there)
-    "cuda_graph_scope": (None, "leave it out (none: eager steps)"),
-    "full_iteration_graph": (None, "leave it out"),
-    "ep_dispatcher": (None, "give alltoall"),
-    "flex_backend": (None, "leave it out (the MoE all-to-all runs through the collective library)"),
-    "loss": (None, "give fp32-ce, vocab-parallel-ce or chunked, or leave it out"),
-    "offload_layers": (None, "leave it out"),
+NOT_ON_HPU_NPU = {  # field: what is valid there
+    "cuda_graph_scope": "leave it out (none: eager steps)",
+    "full_iteration_graph": "leave it out",
+    "ep_dispatcher": "give alltoall",
+    "flex_backend": "leave it out (the MoE all-to-all runs through the collective library)",
+    "loss": "give fp32-ce, vocab-parallel-ce or chunked, or leave it out",
+    "offload_layers": "leave it out",
 }
-"""The CUDA_ONLY_OPTIONS refused on those vendors' parts (module docstring)."""
-
-OWN_WORDS: dict[str, str] = {}
-"""What an option is where tpu_rules' words name the TPU's own lack (none refused here needs its own words now)."""
+"""The CUDA_ONLY_OPTIONS refused on both vendors' parts (module docstring)."""
 
 
 def _cannot_run(inputs, gpu, fields) -> tuple[str, object, str, str] | None:
@@ -53,14 +49,14 @@ def _cannot_run(inputs, gpu, fields) -> tuple[str, object, str, str] | None:
             continue
         if gpu.runs_xla:
             valid = tpu_valid
-        elif name in NOT_ON_HPU_NPU and gpu.vendor in (NOT_ON_HPU_NPU[name][0] or OFF_CUDA_VENDORS):
-            valid = NOT_ON_HPU_NPU[name][1]
+        elif name in NOT_ON_HPU_NPU and gpu.vendor in OFF_CUDA_VENDORS:
+            valid = NOT_ON_HPU_NPU[name]
         else:
             continue
         shown = getattr(inputs, name, None)
         named = shown not in (None, False) if values is None else shown in values
         if inputs.stated_otherwise(name, STATED_DEFAULTS.get(name)) and named:
-            return name, shown, OWN_WORDS.get(name, what) if not gpu.runs_xla else what, valid
+            return name, shown, what, valid
     return None
 
 

@@ -193,9 +193,9 @@ def mlp_bytes(spec: ModelSpec, intermediate: int, impl: str, c: int, linear_inpu
 
 
 def clamped_glu_extra_bytes(spec: ModelSpec, impl: str, c: int) -> float:
-    """Per routed row: Megatron-Core's eager clamp of a clamped expert activation (GPT-OSS;
-    core.time.eager_fallbacks 'clamped-glu') saves its input, the first linear's output (2 x width),
-    beside the clamped copy the fused activation saves: 2·c·i more (0 elsewhere)."""
+    """Per routed row: Megatron-Core's eager clamp of a clamped expert activation (GPT-OSS; core.time.eager_fallbacks
+    'clamped-glu') saves its input, the first linear's output (2 x width), beside the clamped copy the fused activation
+    saves: 2·c·i more (0 elsewhere)."""
     moe = spec.moe
     if impl != "megatron" or moe is None or moe.activation_clamp is None:
         return 0.0
@@ -203,38 +203,39 @@ def clamped_glu_extra_bytes(spec: ModelSpec, impl: str, c: int) -> float:
 
 
 def unsaved_expert_output_bytes(spec: ModelSpec, impl: str, c: int, keeps_expert_output: bool = False) -> float:
-    """Per routed row: the expert output (c·h) that HF's weighting by the routing probability saves and
-    Megatron-Core does not, less the probability Megatron saves instead (one fp32; 0 outside ``megatron``).
-    Megatron-Core from 0.13 applies the probability inside the experts' activation (experts.py TEGroupedMLP:
-    weighted_bias_swiglu_impl, whose WeightedSwiGLUFunction saves the fc1 output and the probability,
-    fused_bias_swiglu.py@core_v0.16.1 L194-196) and unpermutes without probs in every dispatcher
-    (token_dispatcher.py@core_v0.13.1 L303, L788, L1123; @core_v0.16.1 L319, L833, L1310), a scatter whose
-    backward needs no saved tensor; up to core 0.12 unpermute(probs=...) kept the expert output for the probs'
-    gradient (@core_v0.12.0 L641-645, L900-905). The megatron profile is core 0.16.1's: the saving is the default,
-    and ``--framework generic`` (the ``megatron`` implementation, core.frameworks) inherits it.
-    ``keeps_expert_output``: a run on core <= 0.12 (MemorySettings.moe_keeps_expert_output, a published row's
-    cited recipe fact: NeMo 25.02 / 25.04 pin core_r0.11.0 / core_r0.12.0 commits): no saving. Assumes TEGroupedMLP
-    with bias_activation_fusion (the fused weighted SwiGLU); the unfused paths (experts.py@core_v0.16.1
-    L112-117, L720-735: act(x) * probs) save one more expert_intermediate-wide tensor per row, and
-    moe_apply_probs_on_input (top-1) saves the input instead: neither is modelled. The unpermute still
-    reads the row (core.time.step.layer_activation_bytes counts that traffic)."""
+    """Per routed row: the expert output (c·h) that HF's weighting by the routing probability saves and Megatron-Core
+    does not, less the probability Megatron saves instead (one fp32; 0 outside ``megatron``). Megatron-Core from 0.13
+    applies the probability inside the experts' activation (experts.py TEGroupedMLP: weighted_bias_swiglu_impl, whose
+    WeightedSwiGLUFunction saves the fc1 output and the probability, fused_bias_swiglu.py@core_v0.16.1 L194-196) and
+    unpermutes without probs in every dispatcher (token_dispatcher.py@core_v0.13.1 L303, L788, L1123; @core_v0.16.1
+    L319, L833, L1310), a scatter whose backward needs no saved tensor; up to core 0.12 unpermute(probs=...) kept the
+    expert output for the probs' gradient (@core_v0.12.0 L641-645, L900-905). The megatron profile is core 0.16.1's: the
+    saving is the default, and ``--framework generic`` (the ``megatron`` implementation, core.frameworks) inherits it.
+    ``keeps_expert_output``: a run on core <= 0.12 (MemorySettings.moe_keeps_expert_output, a published row's cited
+    recipe fact: NeMo 25.02 / 25.04 pin core_r0.11.0 / core_r0.12.0 commits): no saving. Assumes TEGroupedMLP with
+    bias_activation_fusion (the fused weighted SwiGLU); the unfused paths (experts.py@core_v0.16.1 L112-117, L720-735:
+    act(x) * probs) save one more expert_intermediate-wide tensor per row, and moe_apply_probs_on_input (top-1) saves
+    the input instead: neither is modelled. The unpermute still reads the row (core.time.step.layer_activation_bytes
+    counts that traffic)."""
     return c * spec.hidden_size - FP32 if impl == "megatron" and not keeps_expert_output else 0.0
+
+
+def routed_row_bytes(spec: ModelSpec, impl: str, c: int, linear_input_bytes=None, keeps_expert_output=False) -> float:
+    """Per routed row, its width-h tensors: fc1's (GroupedLinear's) input and the weighted output less unsaved ones."""
+    fc1 = c if linear_input_bytes is None or impl != "megatron" else linear_input_bytes  # GroupedLinear's input
+    return (fc1 + c) * spec.hidden_size - unsaved_expert_output_bytes(spec, impl, c, keeps_expert_output)
 
 
 def moe_bytes(spec: ModelSpec, impl: str, c: int, capacity_factor: float = 1.0,
               linear_input_bytes: float | None = None, keeps_expert_output: bool = False) -> float:
-    """Router, per-token expert inputs/outputs and the top-k experts' MLPs (HF loop over experts:
-    each routed token is gathered (h), run through the expert, weighted (h)). With a capacity
-    factor (Switch Transformer, Fedus et al. 2021, eq. 3; Megatron --moe-expert-capacity-factor)
-    experts are padded to capacity_factor x their fair share of tokens."""
+    """Router, per-token expert inputs/outputs and the top-k experts' MLPs (HF loop over experts: each routed token is
+    gathered (h), run through the expert, weighted (h)). With a capacity factor (Switch Transformer, Fedus et al. 2021,
+    eq. 3; Megatron --moe-expert-capacity-factor) experts are padded to capacity_factor x their fair share of tokens."""
     moe = spec.moe
     assert moe is not None
-    h = spec.hidden_size
     router = FP32 * moe.num_experts + c * moe.num_experts  # logits and fp32 softmax
-    fc1 = c if linear_input_bytes is None or impl != "megatron" else linear_input_bytes  # GroupedLinear's input
-    weighted = c * h - unsaved_expert_output_bytes(spec, impl, c, keeps_expert_output)  # the weighted output
-    per_routed = fc1 * h + weighted + mlp_bytes(spec, moe.expert_intermediate_size, impl, c, linear_input_bytes) \
-        + clamped_glu_extra_bytes(spec, impl, c)
+    per_routed = (routed_row_bytes(spec, impl, c, linear_input_bytes, keeps_expert_output) + clamped_glu_extra_bytes(
+        spec, impl, c) + mlp_bytes(spec, moe.expert_intermediate_size, impl, c, linear_input_bytes))
     shared = mlp_bytes(spec, moe.shared_intermediate_size, impl, c, linear_input_bytes) \
         if moe.shared_intermediate_size else 0
     return router + capacity_factor * moe.experts_per_token * per_routed + shared
@@ -286,8 +287,7 @@ def layer_activations(spec: ModelSpec, seq_len, *, moe_layer: bool = False, impl
                       kernel: str = "flash", compute_bytes: int = 2, dropout: float = 0.0,
                       autocast: bool = False, capacity_factor: float = 1.0,
                       mask_bytes: float = 1, lora: tuple[int, float] | None = None,
-                      linear_input_bytes: float | None = None,
-                      keeps_expert_output: bool = False) -> LayerActivations:
+                      linear_input_bytes: float | None = None, keeps_expert_output: bool = False) -> LayerActivations:
     """Bytes saved per token by one layer (no recompute, no tensor parallelism). ``lora``:
     (rank, adapter input bytes) of a PEFT LoRA layer on a frozen HF base. ``linear_input_bytes``
     (``megatron`` only: Transformer Engine's quantising linears, saved_linear_input_bytes): the QKV

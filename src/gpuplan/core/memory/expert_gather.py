@@ -25,11 +25,8 @@ def gathered_routed_bytes_per_token(spec: ModelSpec, layout, kw: dict, capacity_
     (``layout``: core.parallel.ParallelLayout; ``kw``: core.memory.training's activation options)."""
     if spec.moe is None or kw.get("lora") is not None or layout.experts_replicated_over_tp:
         return 0.0
-    c, impl = kw["compute_bytes"], kw["impl"]
-    quantised = kw["linear_input_bytes"] if impl == "megatron" else None
-    fc1 = c if quantised is None else quantised  # the grouped fc1's saved input (moe_bytes' own rule)
-    weighted = c * spec.hidden_size - A.unsaved_expert_output_bytes(spec, impl, c, kw["keeps_expert_output"])
-    per_copy = fc1 * spec.hidden_size + weighted
+    per_copy = A.routed_row_bytes(spec, kw["impl"], kw["compute_bytes"], kw["linear_input_bytes"],
+                                  kw["keeps_expert_output"])  # moe_bytes' own width-h tensors of a routed row
     tp = np.asarray(layout.tp, dtype=float)
     return (np.asarray(layout.expert_tp, dtype=float) - 1) / tp * capacity_factor * spec.moe.experts_per_token \
         * per_copy

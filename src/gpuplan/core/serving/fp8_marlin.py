@@ -45,7 +45,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from gpuplan.core.hardware import Accelerator
-from gpuplan.core.serving.releases import EngineRelease, Version
+from gpuplan.core.serving.releases import EngineRelease, Version, version_text
 from gpuplan.core.serving.weights import WeightFormat
 
 VLLM_DENSE_SINCE = (0, 5, 1)
@@ -119,13 +119,9 @@ def marlin_format(ckpt: Fp8Checkpoint, act_dtype: str) -> WeightFormat:
                                         + " (core/serving/fp8_marlin.py)"))
 
 
-def _say(version: Version) -> str:
-    return ".".join(map(str, version[:3]))
-
-
 def what_runs_it(ckpt: Fp8Checkpoint) -> str:
     """The engines and releases that serve ``ckpt`` on an sm80-sm88 GPU, for a refusal line."""
-    runs = [f"--engine {engine}=={_say(first)} or later" for engine in ("vllm", "sglang")
+    runs = [f"--engine {engine}=={version_text(first)} or later" for engine in ("vllm", "sglang")
             if (first := first_release(engine, ckpt)) is not None]
     return " or ".join(runs)
 
@@ -146,9 +142,9 @@ def refusal(release: EngineRelease, gpu: Accelerator, ckpt: Fp8Checkpoint) -> st
         why = "vLLM's ModelOptFp8Config needs compute capability 8.9 (modelopt.py@v0.9.0 L60-61)"
     else:
         why = f"{release.label} has no weight-only FP8 Marlin path for {kind(ckpt)} weights"
-    cc = ".".join(map(str, gpu.compute_capability or ()))
+    cc = "".join(map(str, gpu.compute_capability or ()))
     hint = f"; {runs} serves it through FP8 Marlin (weight-only, 1-byte weights)" if runs else ""
-    return f"{gpu.name} (sm{cc.replace('.', '')}) has no FP8 tensor cores and {why}{hint}"
+    return f"{gpu.name} (sm{cc}) has no FP8 tensor cores and {why}{hint}"
 
 
 def note(release: EngineRelease, gpu: Accelerator, ckpt: Fp8Checkpoint, act_dtype: str) -> str:

@@ -20,6 +20,11 @@ Version = tuple[int, ...]
 """(major, minor, patch), and for an engine in POST_BUILD_ENGINES a post build's number as a 4th part: SGLang
 0.4.1.post1 = (0, 4, 1, 1), which sorts after 0.4.1 = (0, 4, 1) and before 0.4.2 = (0, 4, 2), as PEP 440 orders
 them (packaging.version: a post release follows its base release)."""
+def version_text(version: Version) -> str:
+    """A release as the answers and refusal lines write it: '0.9.0' for (0, 9, 0) (every part joined)."""
+    return ".".join(map(str, version))
+
+
 POST_BUILD_ENGINES = ("sglang",)
 """Engines whose rules are read at post builds: SGLang ships features in .postN wheels (EAGLE first in 0.4.1.post4,
 NEXTN in 0.4.3.post1, EAGLE3 in 0.4.4.post2: jobs/inference/inputs_releases.SGLANG_SPECULATIVE_SINCE), so its

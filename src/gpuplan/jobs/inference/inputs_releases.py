@@ -7,7 +7,7 @@ core.serving.releases.OLDEST to NEWEST."""
 from __future__ import annotations
 
 from gpuplan.core.serving.engines import ENGINE_NAMES
-from gpuplan.core.serving.releases import parse_version
+from gpuplan.core.serving.releases import parse_version, version_text
 from gpuplan.errors import InputError
 
 VLLM_LORA_SINCE = (0, 3, 0)
@@ -94,10 +94,6 @@ _TRTLLM_EVIDENCE = {"draft": "'Speculative decoding (preview)', the 0.7 release 
 """What each SGLANG_ / TRTLLM_SPECULATIVE_SINCE entry was read from, for the refusal."""
 
 
-def _text(version: tuple[int, ...]) -> str:
-    return ".".join(str(part) for part in version)
-
-
 def _gates(table: dict[str, str], evidence: dict[str, str], engine: str) -> dict[str, tuple[tuple[int, ...], str, str]]:
     """A table of first builds as written ({key: '0.4.1.post4'}) as {key: (version tuple, as written, evidence)},
     parsed once at import (core.serving.releases.parse_version), not on every ask."""
@@ -113,7 +109,7 @@ def first_release(engine: str, speculative: str) -> tuple[tuple[int, ...], str, 
     """(gate, first build as written, what it was read from) of ``speculative`` on ``engine``; None: not gated."""
     if engine == "vllm":
         since = VLLM_SPECULATIVE_SINCE.get(speculative)
-        return None if since is None else (since, _text(since), _SINCE_EVIDENCE[speculative])
+        return None if since is None else (since, version_text(since), _SINCE_EVIDENCE[speculative])
     return _SPECULATIVE_GATES.get(engine, {}).get(speculative)
 
 
@@ -144,9 +140,9 @@ def check_eagle3_target(speculative: str, model_type: str, release) -> None:
         if first <= release.version < end and not any(name in model_type for name in names):
             which = " or ".join(n.capitalize() for n in names)
             wider = [(f, n) for f, _, n in EAGLE3_TARGETS if f >= end and any(x in model_type for x in n)]
-            newer = f", --engine vllm=={_text(wider[0][0])} or later" if wider else ""
+            newer = f", --engine vllm=={version_text(wider[0][0])} or later" if wider else ""
             raise InputError("speculative", speculative, f"{release.label} runs EAGLE-3 on {which} targets only, "
-                             f"not model_type {model_type or '(none)'} (vllm config.py@v{_text(first)}: 'Eagle3 is "
+                             f"not model_type {model_type or '(none)'} (vllm config.py@v{version_text(first)}: 'Eagle3 is "
                              f"only supported for ...'); give a {which} model{newer}, or --speculative eagle")
 
 
@@ -254,16 +250,16 @@ def check_formats(weights: str, kv_dtype: str, release, quoted: str | None = Non
     since = VLLM_CHECKPOINT_SINCE.get(checkpoint) if checkpoint is not None else None
     if since is not None and release.version < since:
         raise InputError("quantization", quoted or checkpoint, f"{release.label} cannot load a {checkpoint} "
-                         f"checkpoint: vLLM loads them from {_text(since)} (its quantization methods, read in the "
-                         f"wheels); give --engine vllm=={_text(since)} or later, or another --quantization")
+                         f"checkpoint: vLLM loads them from {version_text(since)} (its quantization methods, read in the "
+                         f"wheels); give --engine vllm=={version_text(since)} or later, or another --quantization")
     since = VLLM_WEIGHTS_SINCE.get(weights)
     if since is not None and release.version < since:
         raise InputError("quantization", quoted or weights, f"{release.label} serves no {weights} weights: vLLM "
-                         f"runs them from {_text(since)} (its quantization methods, read in the wheels); give "
-                         f"--engine vllm=={_text(since)} or later, or another --quantization")
+                         f"runs them from {version_text(since)} (its quantization methods, read in the wheels); give "
+                         f"--engine vllm=={version_text(since)} or later, or another --quantization")
     if kv_dtype == "fp8" and release.version < VLLM_KV_FP8_SINCE:
         raise InputError("kv_dtype", kv_dtype, f"{release.label} has no FP8 KV cache: vLLM has --kv-cache-dtype "
-                         f"from {_text(VLLM_KV_FP8_SINCE)} (vllm PR 2279); give --engine vllm==0.3.0 or later, "
+                         f"from {version_text(VLLM_KV_FP8_SINCE)} (vllm PR 2279); give --engine vllm==0.3.0 or later, "
                          "or --kv-dtype auto")
 
 
@@ -307,7 +303,7 @@ _DISAGGREGATION_GATES = {engine: (parse_version(first, engine), first, evidence)
 """DISAGGREGATION_SINCE parsed once at import (check_features): {engine: (version tuple, as written, evidence)}."""
 
 
-_PP_SINCE = {"vllm": (VLLM_PP_SINCE, _text(VLLM_PP_SINCE), "NotImplementedError 'Pipeline parallelism is not "
+_PP_SINCE = {"vllm": (VLLM_PP_SINCE, version_text(VLLM_PP_SINCE), "NotImplementedError 'Pipeline parallelism is not "
                       "supported yet.', config.py@v0.5.0.post1 L629-631; vllm PR 4412"),
              "sglang": (parse_version(SGLANG_PP_SINCE, "sglang"), SGLANG_PP_SINCE, "--pp-size first in "
                         "server_args.py of the 0.4.6.post2 wheel; sglang PR 5724")}
