@@ -27,6 +27,7 @@ from gpuplan.errors import InputError
 from gpuplan.schema import types as T
 from gpuplan.schema import vocabulary as V
 from gpuplan.schema.base import JobInputs
+from gpuplan.schema.unseen_text import REFUSAL as UNSEEN_REFUSAL, unseen
 
 FIELD = "batch_ramp"
 MAX_PHASES = 32
@@ -177,9 +178,14 @@ def _shown(phase: RampPhase) -> str:
 
 
 def _long_text(value: str) -> list[str]:
-    """Text past schema.types.MAX_TEXT (up to MAX_RAMP_TEXT): each comma-separated part read as a name is."""
-    if any(ord(c) < 32 or ord(c) == 127 for c in value):
-        raise InputError(FIELD, value[:40] + "...", "must not contain control characters (a newline, a tab, ...)")
+    """Text past schema.types.MAX_TEXT (up to MAX_RAMP_TEXT): each comma-separated part, the whole checked as
+    schema.types.name checks a name (schema.unseen_text, before trimming: wave 20's rule; this check was ASCII-only
+    and let a bidirectional override, a zero-width space or a C1 control through, or refused it as a bad count)."""
+    first = next((at for at, char in enumerate(value) if unseen(char)), None)
+    if first is not None:  # quoted as 40 characters around it (the web API cuts a quoted value at 80)
+        start = max(0, first - 20)
+        raise InputError(FIELD, ("..." if start else "") + value[start:start + 40] +
+                         ("..." if start + 40 < len(value) else ""), UNSEEN_REFUSAL)
     return [part.strip() for part in value.strip().split(",")]
 
 

@@ -25,7 +25,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BeforeValidator, ValidationInfo, WithJsonSchema
 
 from gpuplan.core import units
-from gpuplan.schema.unseen_text import unseen
+from gpuplan.schema.unseen_text import REFUSAL as UNSEEN_REFUSAL, unseen
 from gpuplan.errors import InputError
 
 # JSON schema of a value that may be typed with a unit ("2T") or sent as a number (2e12).
@@ -391,8 +391,7 @@ def name(value: Any, info: ValidationInfo, *, controls: bool = False) -> str:
     if len(text) > MAX_TEXT:
         raise InputError(field, text[:40] + "...", f"is longer than {MAX_TEXT} characters")
     if odd and not controls:
-        raise InputError(field, value, "must not contain control characters (a newline, a tab, a bidirectional "
-                         "override or zero-width character, ...)")
+        raise InputError(field, value, UNSEEN_REFUSAL)
     return text
 
 

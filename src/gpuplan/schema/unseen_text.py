@@ -12,6 +12,10 @@ reorders or hides what a terminal or the web page shows of the text, and no cata
 (`catalog --filter 'llama\\u202e'` listed 0 models, exit 0)."""
 
 
+REFUSAL = "must not contain control characters (a newline, a tab, a bidirectional override or zero-width character, ...)"
+"""What a refusal of text holding one says (schema.types.name, schema.batch_ramp_field's text past MAX_TEXT)."""
+
+
 def unseen(char: str) -> bool:
     """Whether ``char`` is of UNSEEN_CATEGORIES."""
     return unicodedata.category(char) in UNSEEN_CATEGORIES

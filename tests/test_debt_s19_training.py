@@ -1,0 +1,79 @@
+"""Session 19, helper D1: the training side's debt and one defect.
+
+Defect: --batch-ramp text past schema.types.MAX_TEXT (256 characters, up to batch_ramp_field.MAX_RAMP_TEXT) was
+checked for ASCII controls only, where text up to 256 characters goes through schema.types.name and its unseen-text
+rule (schema/unseen_text.py, wave 20). A bidirectional override (U+202E) or a zero-width space (U+200B) inside a long
+ramp was refused as a bad count ('each phase's tokens a positive count'), and a C1 control (U+0085) or a line
+separator (U+2028) at its end was trimmed away and the ramp answered. Both lengths now say the one rule's words."""
+
+import subprocess
+import sys
+
+import pytest
+from helpers import four_door_refusal, one_line_refusal
+
+from gpuplan.schema.unseen_text import REFUSAL
+
+pytestmark = pytest.mark.usefixtures("time_box")  # conftest: a hang fails the case, not the suite
+
+TRAIN = {"model": "llama-3-8b", "gpu": "h100", "gpus": 64, "mfu": "predicted", "tokens": "1T", "global_batch": 512}
+LONG = ",".join(["1000000000:64"] * 30)
+"""A ramp of 30 phases of 1e9 tokens at 64 sequences: 30 x 14 - 1 = 419 characters, past MAX_TEXT (256), 3e10 tokens
+of the 1e12 asked; answered as it is (test_a_long_ramp_without_one_is_answered)."""
+
+
+def test_the_long_ramp_is_long_and_answered_without_an_unseen_character():
+    """The control: the text below is refused for the character, not for being long (the long path reads it)."""
+    from gpuplan import TrainingInputs
+
+    assert 256 < len(LONG) <= 1024
+    assert len(TrainingInputs(**TRAIN, batch_ramp=LONG).batch_ramp) == 30
+
+
+@pytest.mark.parametrize("job, route", [("train", "training"), ("budget", "budget"), ("plan", "plan")])
+@pytest.mark.parametrize("ramp", [LONG[:100] + "\u202e" + LONG[100:], LONG + "\u200b", "\u2066" + LONG])
+def test_a_long_ramp_with_a_bidi_or_zero_width_character_is_refused_at_every_door(run_cli, client, tmp_path, job,
+                                                                                  route, ramp):
+    """CLI flag, plan file (YAML holds U+202E / U+200B / U+2066 in a plain scalar), web body and Python API give one
+    line naming batch_ramp with the unseen-text words; before, each was refused as a bad count ('each phase's tokens
+    a positive count' / 'each phase's batch a positive count')."""
+    ask = {k: v for k, v in TRAIN.items() if not (job == "plan" and k == "mfu")}
+    four_door_refusal(run_cli, client, tmp_path, job, route, {**ask, "batch_ramp": ramp}, "batch_ramp", REFUSAL)
+
+
+@pytest.mark.parametrize("ramp", [LONG + "\x85", LONG + "\u2028", "\u2029" + LONG])
+def test_a_long_ramp_ending_in_a_c1_control_or_a_line_separator_is_refused(run_cli, client, ramp):
+    """str.strip() takes U+0085 / U+2028 / U+2029 as white space: before, they were trimmed off and the ramp answered
+    (exit 0). Three doors (a YAML plan file reads these as line breaks, not as the value's characters)."""
+    from gpuplan import InputError, TrainingInputs
+
+    flags = [f"--{k.replace('_', '-')}={v}" for k, v in TRAIN.items() if k != "model"]
+    code, out, err = run_cli("train", "--model", TRAIN["model"], *flags, f"--batch-ramp={ramp}")
+    one_line_refusal(code, err, REFUSAL)
+    assert err.startswith("error: batch_ramp: ") and out == "", err
+    response = client.post("/api/training", json={**TRAIN, "batch_ramp": ramp})
+    assert response.status_code == 422 and response.json()["field"] == "batch_ramp", response.text
+    assert REFUSAL in response.json()["message"]
+    with pytest.raises(InputError, match="batch_ramp: .*must not contain control characters"):
+        TrainingInputs(**TRAIN, batch_ramp=ramp)
+
+
+def test_short_and_long_ramps_say_the_same_words():
+    """One rule at both lengths: the short text (schema.types.name) and the long text refuse U+202E alike."""
+    from gpuplan import InputError, TrainingInputs
+
+    said = []
+    for ramp in ("1000000000:64\u202e", LONG + "\u202e"):
+        with pytest.raises(InputError) as refused:
+            TrainingInputs(**TRAIN, batch_ramp=ramp)
+        said.append((refused.value.field, refused.value.expected))
+    assert said == [("batch_ramp", REFUSAL)] * 2
+
+
+def test_the_installed_command_exits_2_with_one_line():
+    """Through the user's door: a `gpuplan train` process (python -m gpuplan) with a long ramp holding U+202E."""
+    flags = [f"--{k.replace('_', '-')}={v}" for k, v in TRAIN.items() if k != "model"]
+    done = subprocess.run([sys.executable, "-m", "gpuplan", "train", "--model", TRAIN["model"], *flags,
+                           f"--batch-ramp={LONG[:50]}\u202e{LONG[50:]}"], capture_output=True, text=True, timeout=60)
+    one_line_refusal(done.returncode, done.stderr, REFUSAL)
+    assert done.stderr.startswith("error: batch_ramp: ") and "\u202e" not in done.stderr and done.stdout == ""
