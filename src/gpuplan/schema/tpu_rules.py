@@ -9,7 +9,8 @@ flags, plan files, the web API, Python).
   names no CUDA code. A TPU only compared (memory --compare) leaves the --gpu part's default as it is: every row
   of memory's verdict table is modelled under the --gpu part's framework, and the answer says so where a row's own
   default differs (compared_note; review w16 R4 M1).
-- Options that name a CUDA-only mechanism are refused on a TPU with one line naming the field (check_tpu_options):
+- Options that name a CUDA-only mechanism are refused on a TPU with one line naming the field (check_tpu_options;
+  the one table of them, shared with Gaudi and Ascend, is schema.cuda_only.CUDA_ONLY_OPTIONS):
   the PyTorch CUDA caching allocator's segments (--allocator: PYTORCH_CUDA_ALLOC_CONF), CUDA graphs
   (--cuda-graph-scope, --full-iteration-graph), DeepEP / HybridEP (--ep-dispatcher flex, --flex-backend: NVSHMEM /
   CUDA kernels), FlashAttention 1's CUDA package (--attention-kernel flash1), and `memory`'s CUDA context and NCCL
@@ -33,39 +34,11 @@ import re
 from dataclasses import replace
 
 from gpuplan.errors import InputError
+from gpuplan.schema.cuda_only import cannot_run, refusal
 from gpuplan.schema.device_rules import FRAMEWORK_OFF_CUDA, accelerator
-from gpuplan.schema.te_kernels import STATED_DEFAULTS
 
 TPU_FRAMEWORK = FRAMEWORK_OFF_CUDA
 """The framework a training ask on a TPU is modelled with when none is stated (module docstring)."""
-
-CUDA_ONLY_OPTIONS = (
-    # (field, the values that name the CUDA mechanism (None: any value given), what it is, what is valid on a TPU)
-    ("allocator", None, "sets PyTorch's CUDA caching allocator (PYTORCH_CUDA_ALLOC_CONF expandable_segments)",
-     "leave it out (XLA allocates a TPU's buffers itself)"),
-    # 'none', the default, is answered as unstated (the lead's rule, review w16 R5 S3; generic answers it on every
-    # part since wave 18, schema.te_kernels.STATED_DEFAULTS); another value names graphs a TPU does not capture
-    ("cuda_graph_scope", None, "chooses the layers CUDA graphs capture", "leave it out (a TPU captures no CUDA "
-     "graphs: 'none' is how every TPU step runs, and changes nothing)"),
-    ("full_iteration_graph", (True,), "captures the step in one CUDA graph", "leave it out"),
-    ("ep_dispatcher", ("flex",), "is DeepEP / HybridEP (CUDA and NVSHMEM kernels)", "give alltoall"),
-    ("flex_backend", None, "is DeepEP / HybridEP's backend (CUDA and NVSHMEM kernels)",
-     "leave it out (the MoE all-to-all on a TPU is XLA's)"),
-    ("attention_kernel", ("flash1",), "is the flash-attn < 2 CUDA package", "give flash or eager"),
-    ("cuda_context_gib", None, "sizes a CUDA context", "leave it out (no CUDA context on a TPU)"),
-    ("comm_buffer_gib", None, "sizes NCCL's buffers", "leave it out (XLA runs a TPU's collectives, not NCCL)"),
-    # wave 19: each answered on a TPU (generic takes Megatron-Core / TE options: core.frameworks.
-    # MEGATRON_CORE_FRAMEWORKS), te-ce and qlora moving the layout chosen
-    ("loss", ("te-ce",), "is Transformer Engine's fused cross-entropy (Triton kernels: transformer_engine/pytorch/"
-     "triton/cross_entropy.py)", "give fp32-ce, vocab-parallel-ce or chunked, or leave it out"),
-    ("finetune", ("qlora",), "is a 4-bit NF4 base through bitsandbytes' Linear4bit (CUDA, ROCm, XPU, Gaudi, Apple "
-     "Silicon and CPU backends: its installation guide, v0.50.2; no XLA)", "give --finetune lora (a 16-bit base)"),
-    ("offload_layers", None, "is Megatron-Core's CPU activation offloading through Transformer Engine's offload "
-     "context (CUDA streams)", "leave it out"),
-)
-"""The options check_tpu_options refuses on a TPU, each at a value other than its default (a stated default is
-answered as unstated where nothing reads it: --cuda-context-gib 0.5, --flex-backend deepep, --cuda-graph-scope none;
-review of wave 18)."""
 
 OTHER_FRAMEWORK_OPTIONS = (
     # (field, the values the framework alone takes (None: any value given), the option, its framework, the neighbour
@@ -178,12 +151,12 @@ def _named(value, values) -> bool:
 
 
 def check_tpu_options(inputs, gpu) -> None:
-    """CUDA_ONLY_OPTIONS and OTHER_FRAMEWORK_OPTIONS given where --gpu is the TPU ``gpu``: one line naming the field
-    and what is valid there."""
+    """schema.cuda_only.CUDA_ONLY_OPTIONS and OTHER_FRAMEWORK_OPTIONS given where --gpu is the TPU ``gpu``: one line
+    naming the field and what is valid there."""
     given = inputs.model_fields_set
-    for name, values, what, valid in CUDA_ONLY_OPTIONS:
-        if inputs.stated_otherwise(name, STATED_DEFAULTS.get(name)) and _named(shown := getattr(inputs, name), values):
-            raise InputError(name, shown, f"{what}, which a {gpu.name} does not run: {valid}")
+    if found := cannot_run(inputs, gpu):
+        name, shown, what, valid = found
+        raise InputError(name, shown, refusal(what, gpu, valid))
     for name, values, what, framework, valid in OTHER_FRAMEWORK_OPTIONS:
         if name in given and _named(shown := getattr(inputs, name), values):
             shown = ",".join(shown) if isinstance(shown, tuple) else shown
