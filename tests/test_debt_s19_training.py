@@ -77,3 +77,15 @@ def test_the_installed_command_exits_2_with_one_line():
                            f"--batch-ramp={LONG[:50]}\u202e{LONG[50:]}"], capture_output=True, text=True, timeout=60)
     one_line_refusal(done.returncode, done.stderr, REFUSAL)
     assert done.stderr.startswith("error: batch_ramp: ") and "\u202e" not in done.stderr and done.stdout == ""
+
+
+# ---- errors.whole_or: the one "whole number or not" quoting (profile sweep / schema, plan's completes) ---------------
+
+@pytest.mark.parametrize("value, quoted", [(180.0, "180"), (10.5, "10.5"), (2e11, "200000000000"),
+                                           (float("inf"), "inf"), (7, "7")])
+def test_a_whole_number_is_quoted_without_its_point(value, quoted):
+    """180.0 is quoted 'got 180' (int), 10.5 as it is: the rule the three refusals each wrote out before."""
+    from gpuplan.errors import InputError, whole_or
+
+    assert repr(whole_or(value)) == quoted and type(whole_or(value)) is (int if quoted.isdigit() else float)
+    assert str(InputError("sweep_budget", whole_or(value), "x")) == f"sweep_budget: got {quoted}; x"

@@ -69,6 +69,13 @@ def printable(text: str) -> str:
     return "".join(c if c.isprintable() else f"\\u{ord(c):04x}" for c in text)
 
 
+def whole_or(value: float) -> float | int:
+    """A number as a refusal quotes it: an int where it is whole (180.0 -> 180, quoted 'got 180', not 'got 180.0'),
+    else ``value`` itself (inf and nan too). The sweep's budget (profile.schema, profile.sweep) and the global batch
+    of plan's completes refusal (jobs.plan.completes) are quoted so."""
+    return int(value) if float(value).is_integer() else value
+
+
 def closest_names(name: str, candidates: Iterable[str], n: int = 3) -> list[str]:
     """Up to ``n`` catalog names closest to ``name`` (case-insensitive), best first."""
     import difflib  # only a bad name needs it: every command imports this module (~1 ms)

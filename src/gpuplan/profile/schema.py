@@ -8,7 +8,7 @@ from typing import Annotated, Any, get_args
 
 from pydantic import model_validator
 
-from gpuplan.errors import InputError
+from gpuplan.errors import InputError, whole_or
 from gpuplan.schema import types as T
 from gpuplan.schema import vocabulary as V
 from gpuplan.schema.base import JobInputs
@@ -113,9 +113,8 @@ class TrialInputs(RealModelInputs):
         if "lora_rank" in self.given and self.finetune == "full":
             raise InputError("lora_rank", self.lora_rank, "applies to adapters: give --finetune lora")
         if "sweep_budget" in self.given and not self.sweep:
-            budget = int(self.sweep_budget) if self.sweep_budget.is_integer() else self.sweep_budget
-            raise InputError("sweep_budget", budget, "is the seconds the sweep may take: give --sweep "
-                             "with it, or leave it out")
+            raise InputError("sweep_budget", whole_or(self.sweep_budget), "is the seconds the sweep may take: give "
+                             "--sweep with it, or leave it out")
         return self
 
     def adjust_spec(self, spec):

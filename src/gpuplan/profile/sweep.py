@@ -26,7 +26,7 @@ import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from gpuplan.errors import InputError
+from gpuplan.errors import InputError, whole_or
 from gpuplan.profile.trial_plan import TrialSettings
 
 DEFAULT_BUDGET_S = 180.0
@@ -148,8 +148,7 @@ def _over_budget(budget_s: float, past, elapsed: float) -> None:
     """The sweep's refusal when its base run (the one every later run's expected time is scaled from) passes the
     budget: nothing was measured or written (the --out folder was made before any work, adapters.files.
     check_out_folder, as for the sweep's other refusals)."""
-    budget = int(budget_s) if float(budget_s).is_integer() else budget_s
     need = elapsed + (past.total - past.done) * past.step_s
-    raise InputError("sweep_budget", budget, f"the base run alone passed it: {past.done} of {past.total} steps "
-                     f"(warm-up included) in {elapsed:.0f} s, nothing written; give at least ~{need:.0f} s for the "
-                     "base run, or fewer --steps / --warmup, a shorter --seq-len or fewer --layers")
+    raise InputError("sweep_budget", whole_or(budget_s), f"the base run alone passed it: {past.done} of {past.total} "
+                     f"steps (warm-up included) in {elapsed:.0f} s, nothing written; give at least ~{need:.0f} s for "
+                     "the base run, or fewer --steps / --warmup, a shorter --seq-len or fewer --layers")

@@ -12,7 +12,8 @@ reorders or hides what a terminal or the web page shows of the text, and no cata
 (`catalog --filter 'llama\\u202e'` listed 0 models, exit 0)."""
 
 
-REFUSAL = "must not contain control characters (a newline, a tab, a bidirectional override or zero-width character, ...)"
+REFUSAL = ("must not contain control characters (a newline, a tab, a bidirectional override or zero-width character, "
+           "...)")
 """What a refusal of text holding one says (schema.types.name, schema.batch_ramp_field's text past MAX_TEXT)."""
 
 

@@ -14,7 +14,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from gpuplan.errors import InputError
+from gpuplan.errors import InputError, whole_or
 from gpuplan.jobs.plan.offer import OFFER_SLOWDOWN, NoCompletion, checking_offer, offer_words
 from gpuplan.planner.sorted_runs import run_bounds
 
@@ -169,7 +169,7 @@ def check_run_completes(run, settings, batch_asked: bool | tuple[str, float] | N
         share, finishes = _wall_shares(*_plan_columns(plans, which, k), steps)
         if not finishes[0] or (k == 0 and checking_offer() and not share[0] <= OFFER_SLOWDOWN):
             batch = batch_asked if isinstance(batch_asked, tuple) else (  # (field, value) as given, else the run's
-                ("global_batch_tokens", _whole_or(run.global_batch_tokens)) if batch_asked else None)
+                ("global_batch_tokens", whole_or(run.global_batch_tokens)) if batch_asked else None)
             raise no_completion(batch, f"{run.gpus:,.0f}", True, largest_step_tokens(
                 plans, which, np.array([run.global_batch_tokens]) / steps, granule, slowdown),
                 aligned=granule is not None)
@@ -318,12 +318,8 @@ def _batch_given(inputs) -> tuple[str, float] | None:
     for name in ("global_batch_tokens", "global_batch"):
         value = getattr(inputs, name, None)
         if value is not None:
-            return name, _whole_or(value)
+            return name, whole_or(value)
     return None
-
-
-def _whole_or(value: float) -> float | int:
-    return int(value) if float(value).is_integer() else value
 
 
 def _asked(inputs, searched: np.ndarray) -> str:
