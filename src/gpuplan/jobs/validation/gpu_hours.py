@@ -51,11 +51,15 @@ FOURTH_SET = ("biomedlm-2.7b",)
 FIFTH_SET = ("llemma-7b", "llemma-34b")
 """The fifth set by the same criterion (wave 15, 1fdd3d12): Llemma 7B and 34B, continued pre-training of Code Llama on 256
 A100 40GB with their GPT-NeoX configurations' layouts (tests/test_gpu_hours_w15.py)."""
+SIXTH_SET = ("olmo3-7b", "olmo3-32b")
+"""The sixth set by the same criterion (wave 19, 0e0352d6): OLMo 3 7B and 32B, stage-1 pretraining on 512 / 1,024 H100
+(OLMo-core's OLMo3 README and scripts), the developers' quoted totals (tests/test_gpu_hours_w19.py)."""
 PREDICTED_SETS = (("issue 15's runs, the 15% bar", ISSUE_15_RUNS),
                   ("second set (issue 37), not in the bar", SECOND_SET),
                   ("third set (wave 7), not in the bar", THIRD_SET),
                   ("fourth set (wave 13), not in the bar", FOURTH_SET),
-                  ("fifth set (wave 15), not in the bar", FIFTH_SET))
+                  ("fifth set (wave 15), not in the bar", FIFTH_SET),
+                  ("sixth set (wave 19), not in the bar", SIXTH_SET))
 STATED = ("recompute", "attention_kernel", "nic_gbit_per_gpu", "framework", "implementation", "ep_a2a_overlap",
           "ep_dispatcher", "dp_overlap", "tp_overlap", "sequence_parallel",
           "grad_all_reduce", "grad_dtype", "tp_comm_dtype", "partition_activations")
