@@ -140,7 +140,9 @@ def test_wave_19_candidates_left_out_name_their_criterion(runs):
 
     reasons = {e["id"]: e["reason"] for e in reference_runs()["excluded"]}
     for rid, criterion in (("olmo-2-7b-13b-w19", "criteria a, b"), ("olmo-2-32b", "criterion b"),
-                           ("olmo-hybrid-7b", "criterion d")):
+                           ("olmo-hybrid-7b", "criterion d"), ("phi-1-phi-1.5", "criterion a")):
         assert criterion in reasons[rid], rid
         assert rid not in runs, rid
     assert "2503.05804" in reasons["olmo-2-7b-13b-w19"] and "If you have 1024 GPUs" in reasons["olmo-2-32b"]
+    # phi-1.5's two totals for the same 150B tokens: the card's 32 x 8 x 24 = 6,144 against the paper's 1,500, 4.1x
+    assert 32 * 8 * 24 == 6_144 and "6,144" in reasons["phi-1-phi-1.5"] and "4x apart" in reasons["phi-1-phi-1.5"]
