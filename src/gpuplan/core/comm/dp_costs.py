@@ -26,7 +26,8 @@ from gpuplan.core.comm.fsdp2_reshard import fsdp2_no_reshard
 from gpuplan.core.frameworks import framework, runs_bf16_optimizer
 from gpuplan.core.model.spec import ModelSpec, count_parameters
 from gpuplan.core.expert_layout import resolved_expert_tp
-from gpuplan.core.parallel import expert_data_group
+from gpuplan.core.comm.per_gpu_params import (expert_data_ranks, expert_share, matrices_per_gpu,  # noqa: F401
+                                              params_per_gpu, routed_per_gpu, routed_split)  # (re-exported)
 from gpuplan.core.row_groups import group_rows
 from gpuplan.core.comm.zero3_gathers import gathers_per_micro_batch, layer_submodule_params
 
@@ -44,20 +45,6 @@ have reduce-scattered (engine.py L1023-1038: ``zero_reduce_scatter``, the Pythia
 (olruwase/bf16-updates 5ea1c60f8) does the same under bf16: pipe/engine.py L250-267 ``_bf16_reduce_grads``
 all-reduces the BF16_Optimizer's fp32 gradient copy cast to bf16 per bucket (engine.py L2063-2069, L712-719),
 and bf16_optimizer.py L359 all-gathers the updated partitions."""
-
-
-def routed_split(tp, ep, expert_tp):
-    """How many ways a layer's routed experts are split: ep x etp (``expert_tp``: StepSettings.expert_tp,
-    None = tp; core.parallel.ParallelLayout.etp)."""
-    return ep * resolved_expert_tp(expert_tp, tp, ep)
-
-
-def params_per_gpu(spec: ModelSpec, tp, pp, ep, expert_tp=1):
-    """Parameters one GPU holds before ZeRO sharding: dense weights / (tp x pp), experts /
-    (ep x etp x pp) (routed_split; ``expert_tp`` None = tp, default 1: whole experts; volumes' approximation)."""
-    counts = count_parameters(spec)
-    dense = counts.total - counts.routed_experts
-    return dense / (tp * pp) + counts.routed_experts / (routed_split(tp, ep, expert_tp) * pp)
 
 
 def _units(spec: ModelSpec, settings, trained_params, grads, data, layers, zero3, zero=1):
@@ -99,16 +86,6 @@ class ParamGather:
     (core.comm.dp_overlap.bucketed_exposed); False: the optimizer step issues it synchronously and all of it
     is exposed (optimizer/distrib_optimizer.py@core_v0.15.0 step_with_ready_grads L2590-2596: start_param_sync
     per model chunk when not ddp_config.overlap_param_gather)."""
-
-
-def matrices_per_gpu(spec: ModelSpec, tp, pp, ep, expert_tp=1):
-    """Layer matrices (attention, MLP, shared and routed experts, router: core.memory.model_states.StageParams.
-    matrices) one GPU holds, as params_per_gpu divides them: dense / (tp x pp), routed experts / (ep x etp x pp)."""
-    from gpuplan.core.memory.model_states import stage_params
-    from gpuplan.core.parallel import ParallelLayout
-
-    whole = stage_params(spec, ParallelLayout(), 0)
-    return (whole.matrices - whole.experts) / (tp * pp) + whole.experts / (routed_split(tp, ep, expert_tp) * pp)
 
 
 def gather_bytes(spec: ModelSpec, param_gather: ParamGather, tp, pp, ep, expert_tp=1):
@@ -161,20 +138,6 @@ def _windows(compute, micro_batches, moe_phases, layers):
     return t_mb * share, t_mb * (1 - share)
 
 
-def expert_share(spec: ModelSpec, settings, tp, pp, ep):
-    """Of one GPU's trained parameters (params_per_gpu), the routed experts' share: 0 for a dense model and
-    under LoRA / QLoRA (the adapters are all dense here)."""
-    if spec.moe is None:
-        return 0.0
-    experts = count_parameters(spec).routed_experts / (routed_split(tp, ep, settings.expert_tp) * pp)
-    return np.where(settings.finetune == "full", experts / params_per_gpu(spec, tp, pp, ep, settings.expert_tp), 0.0)
-
-
-def expert_data_ranks(data, tp, ep, expert_tp=None, replicated_over_tp: bool = False):
-    """The expert data-parallel group beside ``data`` (dp x cp) ranks, as memory counts it: core.parallel.expert_data_group."""
-    return expert_data_group(data, tp, ep, resolved_expert_tp(expert_tp, tp, ep), replicated_over_tp)
-
-
 def optimizer_shards(spec: ModelSpec, settings, zero, *, data, tp, pp, ep):
     """How many ways one GPU's trained parameters are split among optimizer shards (its step updates trained /
     optimizer_shards): 1 without sharded states; with ZeRO >= 1 (or DeepSpeed's BF16_Optimizer) the dense ones over
@@ -208,8 +171,7 @@ def gather_populations(spec: ModelSpec, settings, populations, weights, *, tp, p
     (_, dense), (by_params, experts) = populations
     if not settings.param_gather.fp8_matrices or spec.moe is None:
         return populations
-    weights, expert_bytes = np.asarray(weights, dtype=float), count_parameters(spec).routed_experts / (
-        routed_split(tp, ep, settings.expert_tp) * pp)
+    weights, expert_bytes = np.asarray(weights, dtype=float), routed_per_gpu(spec, tp, pp, ep, settings.expert_tp)
     by_bytes = np.where(np.asarray(by_params) > 0, expert_bytes / np.where(weights > 0, weights, 1.0), 0.0)
     return ((1 - by_bytes, dense), (by_bytes, experts))
 
