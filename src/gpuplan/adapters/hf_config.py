@@ -76,6 +76,9 @@ TRAITS: dict[str, ArchTraits] = {
     "qwen2": ArchTraits(qkv_bias=True), "qwen2_moe": ArchTraits(qkv_bias=True),
     "qwen3": ArchTraits(qk_norm="per_head"), "qwen3_moe": ArchTraits(qk_norm="per_head"),
     "olmo2": ArchTraits(qk_norm="full"),
+    # OLMo 3 is OLMo 2's block with sliding windows on three layers of four, read from the config's layer_types
+    # (transformers models/olmo3/modular_olmo3.py: Olmo3Attention subclasses Olmo2Attention)
+    "olmo3": ArchTraits(qk_norm="full"),
     "gemma": ArchTraits(tie_default=True, gemma_norm=True), "gemma2": _GEMMA2,
     "gemma3": _GEMMA3, "gemma3_text": _GEMMA3,
     "gpt2": _GPT2, "gpt_neox": _NEOX, "gpt_bigcode": _BIGCODE,
