@@ -47,17 +47,33 @@ _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 _NUM = r"([-+]?(?:\d[\d,]*\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|nan|inf)"
 
 
+_GROUPED = re.compile(r"[-+]?[1-9]\d{0,2}(?:,\d{3})+(?:\.\d*)?(?:[eE][-+]?\d+)?")
+"""A number whose commas group its whole part in threes, as Python's ',' format prints it (torchtitan's metrics line
+`tps: {tps:,}`: 'tps: 7,282'; never a leading '0,'). Any other comma is not a thousands separator: a decimal comma
+('6,5' s in a table read as 65 s, a factor 10 silently; '0,248' samples/s as 248: wave 21) or a slip ('7,0,0,0')."""
+
+
 def _num(text: Any) -> float | None:
-    """A number (non-finite ones kept, for the checks to refuse by name); None if not one."""
+    """A number (non-finite ones kept, for the checks to refuse by name); None if not one. Commas are taken only as
+    thousands separators in groups of three (_GROUPED)."""
     if text is None or isinstance(text, bool):
         return None
-    text = str(text).replace(",", "").strip()
+    text = str(text).strip()
+    if "," in text:
+        if not _GROUPED.fullmatch(text):
+            return None
+        text = text.replace(",", "")
     if not text.isascii() or "_" in text:  # float() reads '٣' as 3 and '1_000' as 1000 (wave 7)
         return None
     try:
         return float(text)  # text past the float range reads as inf (an int's digits too): refused by name
     except ValueError:
         return None
+
+
+def _comma_note(value: Any) -> str:
+    """What a refused number with a comma missed (_GROUPED), else nothing."""
+    return " (a comma only groups thousands, e.g. 7,282; decimals take '.')" if "," in str(value) else ""
 
 
 def whole(value: Any, label: str, source: str, where: str = "") -> int:
@@ -87,7 +103,7 @@ def _logged(value: Any, label: str, source: str, what: str = "a number written i
     if value is None:
         return None
     if (number := _num(value)) is None:
-        raise InputError(label, value, f"in {source}: {what}")
+        raise InputError(label, value, f"in {source}: {what}{_comma_note(value)}")
     return number
 
 
@@ -233,7 +249,7 @@ def _hf_rate(entry: dict, key: str, source: str) -> float | None:
     """A Trainer speed metric (number or, transformers 5, text): positive and finite, or absent."""
     value, number = entry.get(key), _num(entry.get(key))
     if value is not None and (number is None or not 0 <= number < math.inf or (number == 0 and key != "eval_runtime")):
-        raise InputError(key, value, f"in {source}: must be a positive, finite number")
+        raise InputError(key, value, f"in {source}: must be a positive, finite number{_comma_note(value)}")
     return number
 
 
@@ -300,7 +316,7 @@ def _cell(value: Any, column: str, row: int, source: str) -> float | None:
     percent = text.endswith("%")
     number = _num(text.rstrip("%"))
     if number is None or isinstance(value, bool) or not math.isfinite(number):
-        raise InputError("file", source, f"row {row}, column '{column}': {value!r} is not a number")
+        raise InputError("file", source, f"row {row}, column '{column}': {value!r} is not a number{_comma_note(value)}")
     if percent and column != "mfu":  # '40%' in step_time_s was read as 40 s (wave 7)
         raise InputError("file", source, f"row {row}, column '{column}': {value!r} is a share; only mfu takes '%'")
     if 0 < abs(number) < sys.float_info.min:  # subnormal: not 0, too small to tell from it (schema.types)

@@ -1,0 +1,57 @@
+"""Hostile inputs, wave 21 (2026-12-07, helper H1).
+
+Found, each fixed where every door passes (one line naming the field, exit 2):
+
+(1) a training log's number with a comma that is no thousands separator was read with its commas dropped: a table's
+    decimal comma '6,5' s a step read as 65 s (`calibrate` fitted a compute factor 10x too large, exit 0), a Trainer's
+    '0,248' samples/s as 248, torchtitan's 'tps: 7,0,0,0' as 7,000 (adapters/training_logs._num: commas only in
+    groups of three after a non-zero digit, as Python's ',' format prints them).
+"""
+
+import json
+
+import pytest
+from helpers import field_refusal
+
+pytestmark = pytest.mark.usefixtures("time_box")  # conftest: a hang fails the case, not the suite
+
+CAL = ("--model", "llama-3-8b", "--gpu", "h100", "--gpus", "8", "--seq-len", "8192", "--zero", "3")
+"""tests/test_calibrate_hostile_more.C: Llama-3-8B at 8K on 8 H100s under ZeRO-3, a layout the logs below fit."""
+
+
+def _titan(tps: str) -> str:
+    return "".join(f"[rank0]:[titan] 2026 - root - INFO - step: {s}  loss:  3.2  memory:  9.46GiB(64.99%)  tps: {tps}\n"
+                   for s in (1, 2, 3, 4))
+
+
+# ---- (1) a comma that is no thousands separator ------------------------------------------------------------------
+
+COMMA_LOGS = [
+    ("decimal.csv", 'step,step_time_s,memory_gib\n10,"6,5",61\n20,"6,4",61\n30,"6,5",61\n', "file",
+     "row 1, column 'step_time_s': '6,5' is not a number (a comma only groups thousands"),
+    ("decimal.json", json.dumps({"records": [{"step": s, "step_time_s": "6,5"} for s in (100, 200, 300)]}), "file",
+     "'6,5' is not a number"),
+    ("titan.log", _titan("7,0,0,0"), "tps", "got '7,0,0,0'"),
+    ("titan_lead0.log", _titan("0,700"), "tps", "got '0,700'"),
+    ("printed.log", "{'loss': 1.0}\n{'train_runtime': 100, 'train_samples_per_second': '0,248', "
+                    "'train_steps_per_second': '0.124'}\n", "train_samples_per_second", "got '0,248'"),
+]
+
+
+@pytest.mark.parametrize("name, text, field, fragment", COMMA_LOGS, ids=[c[0] for c in COMMA_LOGS])
+def test_1_a_comma_that_groups_no_thousands_is_refused(run_cli, tmp_path, name, text, field, fragment):
+    """Before: '6,5' read as 65 (a step of 65 s, compute factor 69x where '6.5' gave 6.9x), '0,248' as 248,
+    '7,0,0,0' as 7000; each answered, exit 0."""
+    log = tmp_path / name
+    log.write_text(text, encoding="utf-8")
+    field_refusal(run_cli("calibrate", str(log), *CAL), field, fragment)
+
+
+def test_1_thousands_separators_still_read():
+    """torchtitan prints `tps: {tps:,}` (7,282) and a table may carry '1,234.5' or '-7,000': read as the numbers."""
+    from gpuplan.adapters.training_logs import parse_log_text
+
+    log = parse_log_text(_titan("12,345,678"), "t.log")
+    assert [r.tokens_per_s_per_device for r in log.records] == [12_345_678] * 4
+    table = parse_log_text('step,tokens_per_s\n1,"1,234.5"\n2,"1,234.5"\n', "t.csv")
+    assert [r.tokens_per_s for r in table.records] == [1234.5, 1234.5]
