@@ -89,3 +89,58 @@ def test_a_whole_number_is_quoted_without_its_point(value, quoted):
 
     assert repr(whole_or(value)) == quoted and type(whole_or(value)) is (int if quoted.isdigit() else float)
     assert str(InputError("sweep_budget", whole_or(value), "x")) == f"sweep_budget: got {quoted}; x"
+
+
+# ---- core/comm/per_gpu_params.routed_per_gpu: routed experts per GPU, one expression ---------------------------------
+
+def test_routed_experts_per_gpu_by_hand():
+    """Mixtral 8x7B's routed experts: 32 layers x 8 experts x 3 matrices x 4,096 x 14,336 = 45,097,156,608 parameters
+    (no expert biases). At ep 8, pp 2: etp 1 -> / 16 = 2,818,572,288; etp None (= tp 2) -> / 32 = 1,409,286,144.
+    params_per_gpu is the dense part / (tp x pp) plus that, expert_share the routed part's share."""
+    from gpuplan.catalog import load_model
+    from gpuplan.core.comm.per_gpu_params import expert_share, params_per_gpu, routed_per_gpu
+    from gpuplan.core.model.spec import count_parameters
+    from gpuplan.core.time.step_settings import StepSettings
+
+    spec = load_model("mixtral-8x7b")
+    assert count_parameters(spec).routed_experts == 32 * 8 * 3 * 4096 * 14336 == 45_097_156_608
+    assert routed_per_gpu(spec, tp=2, pp=2, ep=8, expert_tp=1) == 2_818_572_288
+    assert routed_per_gpu(spec, tp=2, pp=2, ep=8, expert_tp=None) == 1_409_286_144
+    dense = count_parameters(spec).total - 45_097_156_608
+    held = params_per_gpu(spec, 2, 2, 8, 1)
+    assert held == dense / 4 + 2_818_572_288
+    share = expert_share(spec, StepSettings(seq_len=4096, dtype="bf16", expert_tp=1), 2, 2, 8)
+    assert float(share) == pytest.approx(2_818_572_288 / held, rel=1e-15)
+
+
+# ---- experts replicated over tp: time reads memory's fact (core.expert_layout) -----------------------------------------
+
+@pytest.mark.parametrize("name", ["megatron", "generic", "torchtitan", "deepspeed", "hf"])
+def test_time_and_memory_read_one_replication_fact(name):
+    """DeepSpeed-MoE keeps whole experts on every TP rank (core.expert_layout: enable_expert_tensor_parallelism
+    defaults to False); the others do not. Time (dp_costs.experts_replicated, from the step's dp_schedule) and memory
+    (expert_layout_fields, from the framework) say the same for each framework."""
+    from gpuplan.core.comm.dp_costs import experts_replicated
+    from gpuplan.core.comm.dp_overlap import schedule_for
+    from gpuplan.core.expert_layout import expert_layout_fields
+    from gpuplan.core.time.step_settings import StepSettings
+
+    time_says = experts_replicated(StepSettings(seq_len=4096, dtype="bf16", dp_schedule=schedule_for(name)))
+    assert time_says == expert_layout_fields(name)["experts_replicated_over_tp"] == (name == "deepspeed")
+
+
+def test_time_follows_the_framework_list_not_the_schedule_name(monkeypatch):
+    """Before, time tested dp_schedule == 'deepspeed' itself: emptying memory's list left time's answer True. Now
+    both follow core.expert_layout.EXPERTS_REPLICATED_OVER_TP; a list splitting the frameworks of one schedule
+    (megatron and generic both run 'megatron') is refused rather than read one way."""
+    import gpuplan.core.expert_layout as L
+    from gpuplan.core.comm.dp_costs import experts_replicated
+    from gpuplan.core.time.step_settings import StepSettings
+
+    deepspeed = StepSettings(seq_len=4096, dtype="bf16", dp_schedule="deepspeed")
+    assert experts_replicated(deepspeed)
+    monkeypatch.setattr(L, "EXPERTS_REPLICATED_OVER_TP", ())
+    assert not experts_replicated(deepspeed) and not L.expert_layout_fields("deepspeed")["experts_replicated_over_tp"]
+    monkeypatch.setattr(L, "EXPERTS_REPLICATED_OVER_TP", ("megatron",))
+    with pytest.raises(ValueError, match="share a data-parallel schedule"):
+        experts_replicated(StepSettings(seq_len=4096, dtype="bf16", dp_schedule="megatron"))

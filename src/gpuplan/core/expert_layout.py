@@ -53,7 +53,18 @@ def resolved_expert_tp(expert_tp, tp, ep):
     return expert_tp
 
 
+def experts_replicated_over_tp(frameworks: tuple[str, ...]) -> bool:
+    """Whether ``frameworks`` keep whole experts on every tensor-parallel rank (EXPERTS_REPLICATED_OVER_TP): one
+    framework (memory: expert_layout_fields), or those running one data-parallel schedule (time: core.comm.dp_costs,
+    whose StepSettings carries the schedule, not the framework), which must agree."""
+    replicated = {name in EXPERTS_REPLICATED_OVER_TP for name in frameworks}
+    if len(replicated) > 1:
+        raise ValueError(f"frameworks {', '.join(frameworks)} share a data-parallel schedule but not whether experts "
+                         "are replicated over tp: give StepSettings the framework's own flag")
+    return replicated == {True}
+
+
 def expert_layout_fields(framework: str, given: int | None = None) -> dict:
     """core.parallel.ParallelLayout's expert fields for ``framework`` (etp, experts_replicated_over_tp)."""
     return {"etp": expert_tp_for(framework, given),
-            "experts_replicated_over_tp": framework in EXPERTS_REPLICATED_OVER_TP}
+            "experts_replicated_over_tp": experts_replicated_over_tp((framework,))}

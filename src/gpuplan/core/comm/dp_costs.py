@@ -25,7 +25,7 @@ from gpuplan.core.comm.collective_cost import CollectiveCost
 from gpuplan.core.comm.fsdp2_reshard import fsdp2_no_reshard
 from gpuplan.core.frameworks import framework, runs_bf16_optimizer
 from gpuplan.core.model.spec import ModelSpec, count_parameters
-from gpuplan.core.expert_layout import resolved_expert_tp
+from gpuplan.core.expert_layout import experts_replicated_over_tp, resolved_expert_tp
 from gpuplan.core.comm.per_gpu_params import (expert_data_ranks, expert_share, matrices_per_gpu,  # noqa: F401
                                               params_per_gpu, routed_per_gpu, routed_split)  # (re-exported)
 from gpuplan.core.row_groups import group_rows
@@ -138,6 +138,14 @@ def _windows(compute, micro_batches, moe_phases, layers):
     return t_mb * share, t_mb * (1 - share)
 
 
+def experts_replicated(settings) -> bool:
+    """Whether the step's routed experts are whole on every tensor-parallel rank (DeepSpeed-MoE), memory's fact
+    (core.expert_layout.experts_replicated_over_tp, ParallelLayout.experts_replicated_over_tp) read for the
+    frameworks that run ``settings.dp_schedule`` (as fsdp2_reshard.schedule_profile reads states_zero)."""
+    return experts_replicated_over_tp(tuple(name for name, runs in O.SCHEDULE_OF_FRAMEWORK.items()
+                                            if runs == settings.dp_schedule))
+
+
 def optimizer_shards(spec: ModelSpec, settings, zero, *, data, tp, pp, ep):
     """How many ways one GPU's trained parameters are split among optimizer shards (its step updates trained /
     optimizer_shards): 1 without sharded states; with ZeRO >= 1 (or DeepSpeed's BF16_Optimizer) the dense ones over
@@ -148,8 +156,7 @@ def optimizer_shards(spec: ModelSpec, settings, zero, *, data, tp, pp, ep):
     1 / ((1 - s) / data + s / expert ranks), s = expert_share."""
     sharded = (np.asarray(zero) >= 1) | runs_bf16_optimizer(settings.deepspeed_bf16, zero, pp)
     share = expert_share(spec, settings, tp, pp, ep)
-    experts = np.where(sharded, expert_data_ranks(data, tp, ep, settings.expert_tp, settings.dp_schedule == "deepspeed"),
-                       1)
+    experts = np.where(sharded, expert_data_ranks(data, tp, ep, settings.expert_tp, experts_replicated(settings)), 1)
     return 1 / ((1 - share) / np.where(sharded, data, 1) + share / experts)
 
 
@@ -160,7 +167,7 @@ def _populations(spec: ModelSpec, cluster, settings, *, tp, pp, ep, shard, train
     parallel_state.py)."""
     share = expert_share(spec, settings, tp, pp, ep)
     etp = resolved_expert_tp(settings.expert_tp, tp, ep)
-    expert_ranks = expert_data_ranks(shard, tp, ep, settings.expert_tp, settings.dp_schedule == "deepspeed")  # DeepSpeed-MoE
+    expert_ranks = expert_data_ranks(shard, tp, ep, settings.expert_tp, experts_replicated(settings))
     return ((1 - share, cluster.group(shard, tp)), (share, cluster.group(expert_ranks, etp * ep)))
 
 

@@ -50,5 +50,6 @@ def expert_share(spec: ModelSpec, settings, tp, pp, ep):
 
 
 def expert_data_ranks(data, tp, ep, expert_tp=None, replicated_over_tp: bool = False):
-    """The expert data-parallel group beside ``data`` (dp x cp) ranks, as memory counts it: core.parallel.expert_data_group."""
+    """The expert data-parallel group beside ``data`` (dp x cp) ranks, as memory counts it:
+    core.parallel.expert_data_group."""
     return expert_data_group(data, tp, ep, resolved_expert_tp(expert_tp, tp, ep), replicated_over_tp)
