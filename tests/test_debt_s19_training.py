@@ -144,3 +144,20 @@ def test_time_follows_the_framework_list_not_the_schedule_name(monkeypatch):
     monkeypatch.setattr(L, "EXPERTS_REPLICATED_OVER_TP", ("megatron",))
     with pytest.raises(ValueError, match="share a data-parallel schedule"):
         experts_replicated(StepSettings(seq_len=4096, dtype="bf16", dp_schedule="megatron"))
+
+
+# ---- --gpus as counts: one normalisation (schema.layout_rules.gpu_counts) for the etp rule and the data-group rule ---
+
+def test_gpu_counts_and_the_etp_rule_read_one_list(run_cli):
+    """gpu_counts: one count alone, plan's list as given, none as (). The etp rule reads it: etp 2 x ep 8 = 16
+    divides no count of 24,40 (24 / 16 = 1.5, 40 / 16 = 2.5) and is refused naming etp; 24,32 has 32 = 2 x 16."""
+    from helpers import field_refusal
+
+    from gpuplan.schema.layout_rules import gpu_counts
+
+    assert gpu_counts(64) == (64,) and gpu_counts((24, 40)) == (24, 40) and gpu_counts(None) == ()
+    ask = ("plan", "mixtral-8x7b", "--gpu", "h100", "--etp", "2", "--ep", "8", "--tokens", "1T")
+    field_refusal(run_cli(*ask, "--gpus", "24,40"), "etp", "x ep 8 = 16 must divide a pipeline stage's GPUs (24 / pp 1 "
+                  "for every count given)")
+    code, _, err = run_cli(*ask, "--gpus", "24,32")
+    assert code == 0, err

@@ -8,11 +8,12 @@ from gpuplan.core.expert_layout import EXPERT_TP_FOLLOWS_TP
 from gpuplan.errors import InputError
 
 
-def check_expert_tp(inputs, spec) -> None:
+def check_expert_tp(inputs, spec, gpu_counts: tuple[int, ...] = ()) -> None:
     """Refuse an --etp the model or the framework cannot run: any value on a dense model (it changes nothing),
     above 1 outside Megatron-Core (torchtitan b5bcd76 has no expert TP dimension, DeepSpeed-MoE keeps whole experts,
     transformers and llm.c no TP), one that does not divide the expert width (Megatron-Core's TEGroupedMLP shards
-    moe_ffn_hidden_size over the expert TP ranks). A stated layout's etp x ep against its ranks is
+    moe_ffn_hidden_size over the expert TP ranks), or whose etp x ep divides no pipeline stage of ``gpu_counts``
+    (--gpus as counts: schema.layout_rules.gpu_counts, the caller). A stated layout's etp x ep against its ranks is
     core.parallel.check_expert_layout's."""
     etp = getattr(inputs, "etp", None)
     if etp is None:
@@ -34,8 +35,8 @@ def check_expert_tp(inputs, spec) -> None:
     if width % etp:
         raise InputError("etp", etp, f"must divide the expert width {width:,} of {spec.name} (expert tensor "
                          "parallelism splits it)")
-    gpus, pp = getattr(inputs, "gpus", None), getattr(inputs, "pp", None) or 1
-    counts = [n for n in (gpus if isinstance(gpus, tuple) else (gpus,) if isinstance(gpus, int) else ()) if n % pp == 0]
+    pp = getattr(inputs, "pp", None) or 1
+    counts = [n for n in gpu_counts if n % pp == 0]
     group = etp * (ep or 1)  # the planner's own refusal named only `gpus` (review s18 S1)
     if counts and all((n // pp) % group for n in counts):
         raise InputError("etp", etp, f"x ep {ep or 1} = {group} must divide a pipeline stage's GPUs ({counts[0]:,} / pp "

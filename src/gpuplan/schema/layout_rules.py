@@ -161,13 +161,18 @@ def check_setup(inputs) -> None:
     check_device(inputs)  # a CUDA framework on a TPU, --gpus-per-node past the part's domain (schema.device_rules)
 
 
+def gpu_counts(gpus) -> tuple[int, ...]:
+    """--gpus as the counts it states: plan's list or range (a tuple) as given, one count alone, none as ()."""
+    return gpus if isinstance(gpus, tuple) else (gpus,) if gpus else ()
+
+
 def _data_group_is_one(gpus, tp, pp, cp) -> bool:
     """True where the stated layout leaves one data-parallel rank: one GPU count (plan's one-count list too) equal to
     tp x pp (unstated: 1) and cp 1. The data group is dp x cp ranks (core.comm.dp_costs) and the expert data group
     dp x cp x tp / (etp x ep) with etp = tp (StepSettings.expert_tp), so neither has a collective: llama-3.1-8b on 8
     A100 at --tp 8 answered 1,239.44 days with --dp-overlap 0.9 and without (wave 15c), where --tp 4 --cp 2 moves
     (945.18 days at 0.5, 945.14 without: the gradient reduce over the 2 cp ranks)."""
-    counts = gpus if isinstance(gpus, tuple) else (gpus,) if gpus else ()
+    counts = gpu_counts(gpus)
     return len(counts) == 1 and (cp or 1) == 1 and counts[0] == (tp or 1) * (pp or 1)
 
 
@@ -296,7 +301,7 @@ def check_model(inputs, spec) -> None:
         _check_dense_moe_kernels(inputs, spec)
     check_sequence_split(inputs, spec)
     check_mtp(inputs, spec)
-    check_expert_tp(inputs, spec)
+    check_expert_tp(inputs, spec, gpu_counts(getattr(inputs, "gpus", None)))
 
 
 def _check_dense_moe_kernels(inputs, spec) -> None:
