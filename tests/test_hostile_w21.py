@@ -5,7 +5,10 @@ Found, each fixed where every door passes (one line naming the field, exit 2):
 (1) a training log's number with a comma that is no thousands separator was read with its commas dropped: a table's
     decimal comma '6,5' s a step read as 65 s (`calibrate` fitted a compute factor 10x too large, exit 0), a Trainer's
     '0,248' samples/s as 248, torchtitan's 'tps: 7,0,0,0' as 7,000 (adapters/training_logs._num: commas only in
-    groups of three after a non-zero digit, as Python's ',' format prints them).
+    groups of three after a non-zero digit, as Python's ',' format prints them);
+(2) `profile --parallelism ddp` (or fsdp2) in one process (no torchrun) trained unsharded and wrote 'parallelism:
+    none', exit 0; with --sweep every run was 'skipped' for it, 'runs measured 0 of 4', exit 0, its folder made
+    (profile/trial.check_parallelism, from the command before a sweep's folder and from run_trial).
 """
 
 import json
@@ -55,3 +58,44 @@ def test_1_thousands_separators_still_read():
     assert [r.tokens_per_s_per_device for r in log.records] == [12_345_678] * 4
     table = parse_log_text('step,tokens_per_s\n1,"1,234.5"\n2,"1,234.5"\n', "t.csv")
     assert [r.tokens_per_s for r in table.records] == [1234.5, 1234.5]
+
+
+# ---- (2) --parallelism in one process -------------------------------------------------------------------------------
+
+ONE_RUN = ("--layers", "1", "--seq-len", "64", "--steps", "1", "--warmup", "0")
+
+
+@pytest.mark.parametrize("parallelism", ["ddp", "fsdp2"])
+@pytest.mark.parametrize("world", [None, "1"])
+def test_2_parallelism_in_one_process_is_refused(run_cli, tmp_path, monkeypatch, parallelism, world):
+    """Before: the trial ran unsharded (environment.parallelism 'none'), exit 0, the file written."""
+    monkeypatch.delenv("WORLD_SIZE", raising=False)
+    if world:
+        monkeypatch.setenv("WORLD_SIZE", world)
+    out = tmp_path / "t.json"
+    field_refusal(run_cli("profile", "--model", "pythia-70m", *ONE_RUN, "--parallelism", parallelism, "--out",
+                          str(out)), "parallelism", "torchrun --nproc-per-node N")
+    assert not out.exists()
+
+
+def test_2_a_sweep_with_parallelism_in_one_process_makes_no_folder(run_cli, tmp_path, monkeypatch):
+    """Before: 'runs measured 0 of 4', each run skipped naming parallelism, exit 0, the folder made."""
+    monkeypatch.delenv("WORLD_SIZE", raising=False)
+    folder = tmp_path / "sweep"
+    field_refusal(run_cli("profile", "--model", "pythia-70m", "--sweep", "--parallelism", "ddp", "--out", str(folder)),
+                  "parallelism", "leave --parallelism out")
+    assert not folder.exists()
+    plan = tmp_path / "p.yaml"
+    plan.write_text("model: pythia-70m\nparallelism: fsdp2\n", encoding="utf-8")
+    field_refusal(run_cli("profile", str(plan)), f"{plan}: parallelism", "one process")
+
+
+def test_2_run_trial_refuses_it_too(monkeypatch):
+    from gpuplan import InputError
+    from gpuplan.profile.trial_plan import TrialSettings
+    from gpuplan.profile.trial import run_trial
+
+    monkeypatch.delenv("WORLD_SIZE", raising=False)
+    with pytest.raises(InputError) as refused:
+        run_trial(TrialSettings(model="pythia-70m", layers=1, seq_len=64, steps=1, warmup=0, parallelism="ddp"))
+    assert refused.value.field == "parallelism"

@@ -14,10 +14,11 @@ def command():
     def run(inputs):
         import os
 
-        from gpuplan.profile.trial import run_trial
+        from gpuplan.profile.trial import check_parallelism, run_trial
         from gpuplan.profile.trial_report import trial_report
 
         inputs.spec()  # the config read and checked before torch (a sequence past GPT-2's positions: exit 70)
+        check_parallelism(inputs.parallelism)  # before a sweep's folder: every run would be skipped for it
         if inputs.out and not inputs.sweep:
             from gpuplan.adapters.files import check_writable
 

@@ -23,6 +23,7 @@ The measurement file is written by rank 0 only, atomically: an error leaves no f
 
 from __future__ import annotations
 
+import os
 import platform
 import resource
 import statistics
@@ -60,6 +61,7 @@ def run_trial(settings: TrialSettings, out: str | Path | None = None, deadline: 
     measurement dict; rank 0 writes it to ``out`` (atomically) when given. ``deadline`` (time.perf_counter
     seconds; a sweep's time budget, profile.sweep): PastDeadline once a step ends past it, on every rank alike."""
     settings.validate()
+    check_parallelism(settings.parallelism)
     config, model_id = model_config(settings.model)
     full_layers = layer_count(config)
     if settings.layers is not None and settings.layers > full_layers:  # before torch: nothing built yet
@@ -90,6 +92,17 @@ def run_trial(settings: TrialSettings, out: str | Path | None = None, deadline: 
         return data
     finally:
         rt.close()
+
+
+def check_parallelism(parallelism: str) -> None:
+    """--parallelism fsdp2 / ddp choose how several ranks share the model; one process (no torchrun: WORLD_SIZE unset
+    or 1, _trial_runtime.launcher_ranks) trains it whole and recorded 'parallelism: none' whatever was asked, exit 0
+    (wave 21). Refused before anything is built, as --sweep-budget without --sweep is."""
+    from gpuplan.profile._trial_runtime import launcher_ranks
+
+    if parallelism != "auto" and launcher_ranks(os.environ)[0] == 1:
+        raise InputError("parallelism", parallelism, "shards over several ranks, and this is one process: run "
+                         "torchrun --nproc-per-node N -m gpuplan profile ... (N > 1), or leave --parallelism out")
 
 
 def _precision(rt, settings: TrialSettings):
