@@ -61,8 +61,12 @@ SGLANG_DENSE_SINCE = (0, 5, 1)
 MARLIN_CC = ((8, 0), (8, 9))
 """Compute capabilities whose FP8 checkpoints run Marlin: at least 8.0 (is_fp8_marlin_supported, Marlin's mma.sync
 needs sm80) and below 8.9 (Ada and later have FP8 tensor cores: use_marlin = not has_device_capability(89))."""
-MARLIN_FORMAT_SUFFIX = "-marlin"
-"""gpuplan's name for a served FP8 format on this path: 'fp8-marlin' (marlin.runs_marlin reads it)."""
+ENGINES = ("vllm", "sglang")
+"""The engines with a weight-only FP8 Marlin path (first_release; TensorRT-LLM has none): their plans carry the
+checkpoint's FP8 facts (jobs.inference.resolve's Plan.fp8), and marlin.runs_marlin takes Marlin's ceiling under them."""
+FORMAT_NAME = "fp8-marlin"
+"""gpuplan's name for an FP8 format served on this path (marlin_format; a checkpoint's ignore list may add
+' (attention bf16)'): what is_marlin_format, and through it marlin.runs_marlin, recognise."""
 
 
 @dataclass(frozen=True)
@@ -84,6 +88,11 @@ def needs_marlin(gpu: Accelerator) -> bool:
     cc = gpu.compute_capability
     return (gpu.vendor == "NVIDIA" and cc is not None and MARLIN_CC[0] <= tuple(cc) < MARLIN_CC[1]
             and not gpu.has_dtype("fp8"))
+
+
+def is_marlin_format(fmt_name: str) -> bool:
+    """Whether ``fmt_name`` (a WeightFormat's name) is FORMAT_NAME, with or without a note after a space."""
+    return fmt_name.split(" ")[0] == FORMAT_NAME
 
 
 def first_release(engine: str, ckpt: Fp8Checkpoint) -> Version | None:
@@ -110,8 +119,8 @@ def marlin_format(ckpt: Fp8Checkpoint, act_dtype: str) -> WeightFormat:
     'fp16', the model's), and for block weights one 16-bit scale per ``block_k`` weights (marlin_utils_fp8.py@v0.9.0
     L120-150); per-tensor / per-channel scales become one 16-bit scale an output channel (negligible)."""
     fmt = ckpt.fmt
-    base, _, rest = fmt.name.partition(" ")
-    name = base + MARLIN_FORMAT_SUFFIX + (f" {rest}" if rest else "")
+    rest = fmt.name.partition(" ")[2]  # the name before it is 'fp8' (weights.FORMATS' one FP8 format)
+    name = FORMAT_NAME + (f" {rest}" if rest else "")
     block = ckpt.block_k
     return replace(fmt, name=name, compute_dtype=act_dtype, group_size=block, scale_bits=16 if block else 0,
                    zero_bits=0, source=(f"FP8 weight-only Marlin (W8A16): 8-bit weights dequantised to {act_dtype} in "
@@ -121,7 +130,7 @@ def marlin_format(ckpt: Fp8Checkpoint, act_dtype: str) -> WeightFormat:
 
 def what_runs_it(ckpt: Fp8Checkpoint) -> str:
     """The engines and releases that serve ``ckpt`` on an sm80-sm88 GPU, for a refusal line."""
-    runs = [f"--engine {engine}=={version_text(first)} or later" for engine in ("vllm", "sglang")
+    runs = [f"--engine {engine}=={version_text(first)} or later" for engine in ENGINES
             if (first := first_release(engine, ckpt)) is not None]
     return " or ".join(runs)
 

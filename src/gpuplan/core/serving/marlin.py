@@ -46,6 +46,7 @@ paper: catalog a100-pcie-80gb).
 from __future__ import annotations
 
 from gpuplan.core.hardware import Accelerator
+from gpuplan.core.serving import fp8_marlin as FM
 from gpuplan.core.serving.releases import EngineRelease
 from gpuplan.core.serving.setup import OTHER_ENGINES, Efficiency, ServingSetup
 
@@ -91,10 +92,10 @@ MARLIN_FORMATS = ("int4",)
 names them 'int4' or 'int4-g<group>')."""
 
 
-FP8_MARLIN_FORMAT = "fp8-marlin"
-"""The weight-only FP8 format vLLM (0.5.1+) and SGLang (0.5.1+) run through Marlin on sm80-sm88 (fp8_marlin.py names
-it so only where the release has the path): its fp8_marlin.cu / gptq_marlin_gemm(float8_e4m3fn) is this kernel
-family, 64-row problems and the same large-batch tiles, so the int4 ceiling above is taken for it too. An
+FP8_MARLIN_FORMAT = FM.FORMAT_NAME
+"""The weight-only FP8 format vLLM (0.5.1+) and SGLang (0.5.1+) run through Marlin on sm80-sm88 (fp8_marlin.py's
+FORMAT_NAME, given only where the release has the path): its fp8_marlin.cu / gptq_marlin_gemm(float8_e4m3fn) is this
+kernel family, 64-row problems and the same large-batch tiles, so the int4 ceiling above is taken for it too. An
 assumption: the figure was timed on int4 weights; an 8-bit tile loads twice the weight bytes and dequantises with
 fewer operations a weight (4 fp8 a 32-bit word, bit shifts: fp8_marlin.cu dequant_8bit), and no large-M figure of
 the FP8 kernel was found (vllm PR 5975 shows end-to-end latency plots only). Not fitted: no row is validated."""
@@ -103,12 +104,12 @@ the FP8 kernel was found (vllm PR 5975 shows end-to-end latency plots only). Not
 def runs_marlin(release: EngineRelease, fabric: Accelerator | None, fmt_name: str, moe: bool = False) -> bool:
     """Whether ``release`` runs a ``fmt_name`` model's linears through Marlin on ``fabric``: vLLM from
     VLLM_MARLIN_SINCE, a group-wise int4 format whose group size is in MARLIN_GROUP_SIZES ('int4' = one group a
-    channel, 'int4-g<group>'), or FP8_MARLIN_FORMAT (vLLM or SGLang), compute capability 8.x (Ampere, Ada), a dense
-    model (``moe`` False: vLLM's int4 and fp8 experts run fused_marlin_moe, for which no large-M figure was found).
+    channel, 'int4-g<group>') on compute capability 8.x (Ampere, Ada), or FP8_MARLIN_FORMAT under an engine with
+    the path on a part that takes it (fp8_marlin.ENGINES, fp8_marlin.needs_marlin: sm80-sm88), a dense model
+    (``moe`` False: vLLM's int4 and fp8 experts run fused_marlin_moe, for which no large-M figure was found).
     False where the part's compute capability is not stated."""
-    if fmt_name.split(" ")[0] == FP8_MARLIN_FORMAT:  # ' (attention bf16)' kept by a checkpoint's ignore list
-        cc = fabric.compute_capability if fabric is not None else None
-        return release.engine in ("vllm", "sglang") and not moe and cc is not None and cc[0] == 8
+    if FM.is_marlin_format(fmt_name):  # ' (attention bf16)' kept by a checkpoint's ignore list
+        return release.engine in FM.ENGINES and not moe and fabric is not None and FM.needs_marlin(fabric)
     if release.engine != "vllm" or release.version < VLLM_MARLIN_SINCE or moe:
         return False
     base, _, group = fmt_name.partition("-g")
