@@ -4,7 +4,7 @@ checkpoint's ``quantization_config``), the KV dtype, the load, and what to warn 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from gpuplan.core.serving import engines as E
@@ -44,6 +44,9 @@ class Plan:
     fp8: FM.Fp8Checkpoint | None = None
     """An FP8 format as stored, where the engine takes it (vLLM, SGLang): each GPU a search tries serves it
     natively or through the weight-only FP8 Marlin path (plan_on_gpu); None for every other format."""
+    converted_for: Accelerator | None = field(default=None, compare=False, repr=False)
+    """The part plan_on_gpu made this plan for (None: none): asked again for that very part, it returns the plan as
+    it is, so a search converts an FP8 plan once a GPU type, not at every TP it tries."""
 
     @property
     def decode_context(self) -> float:
@@ -65,8 +68,10 @@ def resolve_plan(inputs: InferenceInputs) -> Plan:
                          f"{' or '.join(E.ENGINE_VENDORS[engine])} GPUs only ({gpu.name}: vendor "
                          f"{gpu.vendor}); use --engine {valid}")
     raw = raw_model_config(*inputs.model_params)
-    try:
-        fmt, origin, notes = resolve_format(inputs.quantization, inputs.group_size, spec, raw, gpu, inputs.release)
+    try:  # the checkpoint's FP8 facts read once (fp8_checkpoint): for the part asked and for Plan.fp8
+        fmt, origin, notes = stored_format(inputs.quantization, inputs.group_size, spec, raw, gpu)
+        fp8 = fp8_checkpoint(fmt, inputs.quantization, raw, spec)
+        fmt = served_format(fmt, inputs.quantization, spec, gpu, inputs.release, fp8, notes)
     except InputError as exc:  # a GPU nobody named (the default) is not the user's to change formats for
         if exc.field != "quantization" or "gpu" in inputs.given:
             raise
@@ -133,22 +138,16 @@ def resolve_plan(inputs: InferenceInputs) -> Plan:
                            _speculation(inputs, spec, raw), inputs.prefix_hit, inputs.lora, inputs.decode_kernel,
                            mm_prefix_lm(*inputs.model_params))
     return Plan(spec, gpu, W.param_groups(spec), setup, origin, kv_dtype, context, context - output, output,
-                tuple(notes), fp8_checkpoint(inputs.quantization, raw, spec) if engine in FP8_MARLIN_ENGINES
-                else None)
+                tuple(notes), fp8 if engine in FM.ENGINES else None)
 
 
-FP8_MARLIN_ENGINES = ("vllm", "sglang")
-"""Engines with a weight-only FP8 Marlin path (core/serving/fp8_marlin.py): their plans carry Plan.fp8."""
-
-
-def fp8_checkpoint(choice: str, raw: dict[str, Any], spec: ModelSpec) -> FM.Fp8Checkpoint | None:
-    """The FP8 format as stored (None for any other format): its quant_method ('fp8' for --quantization fp8, vLLM's online FP8), weight_block_size[1] and whether the model
-    has routed experts (core/serving/fp8_marlin.py)."""
-    qcfg = raw.get("quantization_config") if choice == "auto" else None
-    qcfg = qcfg if isinstance(qcfg, dict) else {}
-    fmt = weight_format_from_hf(qcfg) if qcfg else W.weight_format(choice) if choice != "auto" else None
-    if fmt is None or fmt.compute_dtype != "fp8":
+def fp8_checkpoint(fmt: W.WeightFormat, choice: str, raw: dict[str, Any], spec: ModelSpec) -> FM.Fp8Checkpoint | None:
+    """stored_format's FP8 ``fmt`` (None for any other format) with its quant_method ('fp8' for --quantization fp8,
+    vLLM's online FP8), weight_block_size[1] and whether the model has routed experts (core/serving/fp8_marlin.py)."""
+    if fmt.compute_dtype != "fp8":
         return None
+    qcfg = raw.get("quantization_config") if choice == "auto" else None  # a mapping: stored_format parsed it
+    qcfg = qcfg if isinstance(qcfg, dict) else {}
     method = str(qcfg.get("quant_method") or "fp8").strip().lower()
     block = qcfg.get("weight_block_size")
     block_k = int(block[1]) if isinstance(block, (list, tuple)) and len(block) == 2 else None
@@ -159,13 +158,14 @@ def plan_on_gpu(plan: Plan, gpu: Accelerator) -> Plan:
     """``plan`` as ``gpu`` runs it: an FP8 plan (Plan.fp8) takes the weight-only FP8 Marlin format where its
     release runs that path on the part (an sm80-sm88 GPU: fp8_marlin.runs_fp8_marlin), else the FP8 format as
     stored (FP8 tensor cores, or a part that does not serve it: serving.serves leaves it out); other plans as
-    they are."""
+    they are. A plan this returned for ``gpu`` (Plan.converted_for, the same part) is returned as it is."""
     ckpt = plan.fp8
-    if ckpt is None:
+    if ckpt is None or plan.converted_for is gpu:
         return plan
     release = plan.setup.runtime.release
     fmt = FM.marlin_format(ckpt, _act_dtype(plan.spec)) if FM.runs_fp8_marlin(release, gpu, ckpt) else ckpt.fmt
-    return plan if fmt == plan.setup.fmt else replace(plan, setup=replace(plan.setup, fmt=fmt))
+    return replace(plan, setup=plan.setup if fmt == plan.setup.fmt else replace(plan.setup, fmt=fmt),
+                   converted_for=gpu)
 
 
 def _act_dtype(spec: ModelSpec) -> str:
@@ -254,10 +254,19 @@ _DTYPE_FORMAT = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32"}
 
 def resolve_format(choice: str, group_size: int | None, spec: ModelSpec, raw: dict[str, Any],
                    gpu: Accelerator, release=None) -> tuple[W.WeightFormat, str, list[str]]:
-    """The weight format, where it came from, and notes; InputError if ``gpu`` cannot run it. With the engine
-    ``release`` (core.serving.releases.EngineRelease), an FP8 format on an sm80-sm88 part is served weight-only
-    through FP8 Marlin where that release has the path (core/serving/fp8_marlin.py), else refused naming the
-    engines and releases that do; without it (validation's memory rows) FP8 needs FP8 compute, as before."""
+    """The weight format, where it came from, and notes; InputError if ``gpu`` cannot run it: stored_format, then
+    served_format under the engine ``release`` (core.serving.releases.EngineRelease); without one (validation's
+    memory rows) FP8 needs FP8 compute, as before."""
+    fmt, origin, notes = stored_format(choice, group_size, spec, raw, gpu)
+    fp8 = fp8_checkpoint(fmt, choice, raw, spec)
+    return served_format(fmt, choice, spec, gpu, release, fp8, notes), origin, notes
+
+
+def stored_format(choice: str, group_size: int | None, spec: ModelSpec, raw: dict[str, Any],
+                  gpu: Accelerator) -> tuple[W.WeightFormat, str, list[str]]:
+    """resolve_format's first half: the format as --quantization or the checkpoint's quantization_config (parsed
+    here, once) names it, where it came from, and notes; bf16 cast to fp16 and FP4 dequantised to bf16 on a part
+    without them."""
     notes: list[str] = []
     if choice == "auto":
         if "quantization_config" in raw:
@@ -278,8 +287,16 @@ def resolve_format(choice: str, group_size: int | None, spec: ModelSpec, raw: di
         notes.append(f"{gpu.name} has no FP4 tensor cores: {fmt.name} weights are dequantised to bf16 for the "
                      "matmuls (weight-only, as vLLM's Marlin FP4 kernels do); memory as stored")
         fmt = replace(fmt, compute_dtype="bf16")
+    return fmt, origin, notes
+
+
+def served_format(fmt: W.WeightFormat, choice: str, spec: ModelSpec, gpu: Accelerator, release,
+                  ckpt: FM.Fp8Checkpoint | None, notes: list[str]) -> W.WeightFormat:
+    """resolve_format's second half: stored_format's ``fmt`` as ``gpu`` serves it under ``release``: an FP8 format
+    (``ckpt``: its fp8_checkpoint) on an sm80-sm88 part weight-only through FP8 Marlin where the release has the path
+    (core/serving/fp8_marlin.py; its note added to ``notes``), else refused naming the engines and releases that do;
+    InputError where ``gpu`` has no compute path for it."""
     if fmt.compute_dtype == "fp8" and release is not None and FM.needs_marlin(gpu):
-        ckpt = fp8_checkpoint(choice, raw, spec) or FM.Fp8Checkpoint(fmt)
         if not FM.runs_fp8_marlin(release, gpu, ckpt):  # TensorRT-LLM: first_release None
             raise InputError("quantization", fmt.name if choice == "auto" else choice, FM.refusal(release, gpu, ckpt))
         notes.append(FM.note(release, gpu, ckpt, _act_dtype(spec)))  # the weight-only FP8 Marlin path
@@ -294,7 +311,7 @@ def resolve_format(choice: str, group_size: int | None, spec: ModelSpec, raw: di
             else ""
         raise InputError("quantization", fmt.name if choice == "auto" else choice, f"{runs_in}{gpu.name} has no "
                          f"{fmt.compute_dtype} compute path (it has {have}); {hint}")
-    return fmt, origin, notes
+    return fmt
 
 
 def group_size_check(group: int, spec: ModelSpec, given: bool, field: str = "group_size") -> list[str]:

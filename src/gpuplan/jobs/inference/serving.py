@@ -152,11 +152,12 @@ def search_configurations(plan: Plan, batch: int) -> list[tuple[Accelerator, Ser
     16 too inside a GB200 / GB300 NVL72 domain) whose KV cache holds ``batch`` sequences of the plan's context."""
     found = []
     for gpu in serving_gpus(plan):
+        on_gpu = plan_on_gpu(plan, gpu)  # once a GPU type: max_sequences_at and evaluate take it as it is
         for tp in search_tps(gpu):
             try:
-                if max_sequences_at(plan, gpu, tp) < batch:  # timed only where kept: a 16M-token prefill is ~8,000
+                if max_sequences_at(on_gpu, gpu, tp) < batch:  # timed only where kept: a 16M-token prefill is ~8,000
                     continue  # chunks per setup; pythia-70m at 16M tries 99 setups and keeps 28 (31.5 -> 6.3 s, wave 9)
-                serving = evaluate(plan, gpu, tp, 1, batch)
+                serving = evaluate(on_gpu, gpu, tp, 1, batch)
             except InputError:  # tp does not fit the heads
                 continue
             if serving.max_sequences >= batch:

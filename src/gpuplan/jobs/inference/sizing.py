@@ -103,8 +103,9 @@ def _tp_steps(plan: Plan, gpu: Accelerator, tp: int):
 
 
 def _replica_steps(plan: Plan, gpu: Accelerator) -> dict:
-    """_tp_steps of each TP of search_tps(gpu) (within one node, or one GB200 / GB300 NVL72 domain) that runs, by TP."""
-    steps = {}
+    """_tp_steps of each TP of search_tps(gpu) (within one node, or one GB200 / GB300 NVL72 domain) that runs, by TP;
+    an FP8 plan taken as ``gpu`` runs it once (resolve.plan_on_gpu), which _tp_steps then takes as it is."""
+    steps, plan = {}, plan_on_gpu(plan, gpu)
     for tp in search_tps(gpu):
         if (found := _tp_steps(plan, gpu, tp)) is not None:
             steps[tp] = found
