@@ -23,21 +23,31 @@ from __future__ import annotations
 
 import math
 
-from gpuplan.core.serving.releases import version_text
+from gpuplan.core.serving.releases import MRV2, TRITON, VLLM_RULES, Version, version_text
 from gpuplan.errors import InputError
 
+
+def _first_rules(holds) -> Version:
+    """The release of the first core.serving.releases.VLLM_RULES row for which ``holds(row)``: a sampler's first
+    release is read off the rows that model its profile, not written a second time."""
+    return next(rules.since for rules in VLLM_RULES if holds(rules))
+
+
 SAMPLER_SINCE = {
-    # 'triton': vLLM PR 33538 (Triton top-k/top-p kernel, no sort): 0.17.0, releases.VLLM_RULES' TRITON row.
-    "triton": ((0, 17, 0), "the Triton top-k/top-p sampler (vllm PR 33538)"),
+    # 'triton': vLLM PR 33538 (Triton top-k/top-p kernel, no sort): the first row whose profile holds its 14 B a
+    # logit (TRITON), 0.17.0.
+    "triton": (_first_rules(lambda r: r.sampler_bytes == TRITON), "the Triton top-k/top-p sampler (vllm PR 33538)"),
     # 'flashinfer': the figure is V1's _dummy_sampler_run through TopKTopPSampler.forward_cuda (releases.py's
-    # FLASHINFER note, v0.10.1.1 gpu_model_runner.py:2435-2446); the profile runs a sampler step from V1's 0.8.0
-    # (vllm PR 13594, releases.VLLM_RULES' 0.8.0 row 'sampler profiled').
-    "flashinfer": ((0, 8, 0), "the V1 engine's FlashInfer top-k/top-p sampler step (profiled from vllm PR 13594)"),
-    # 'logits': Model Runner V2's dummy sampler: 0.28.0 for dense models (PR 44443), 0.29.0 for all (PR 53183).
-    "logits": ((0, 28, 0), "Model Runner V2's sampler (vllm PR 44443)"),
+    # FLASHINFER note, v0.10.1.1 gpu_model_runner.py:2435-2446); the profile runs a sampler step from V1's first
+    # row, 0.8.0 (vllm PR 13594, its 'sampler profiled').
+    "flashinfer": (_first_rules(lambda r: r.v1), "the V1 engine's FlashInfer top-k/top-p sampler step (profiled "
+                   "from vllm PR 13594)"),
+    # 'logits': Model Runner V2's dummy sampler: the first row of its 2 B a logit (MRV2), 0.28.0 for dense models
+    # (PR 44443); 0.29.0 for all (PR 53183).
+    "logits": (_first_rules(lambda r: r.sampler_bytes == MRV2), "Model Runner V2's sampler (vllm PR 44443)"),
 }
 """The first vLLM release of each sampler --sampler names beside torch-sort (every release's) and auto (the
-release's own): (version, what it is)."""
+release's own): (version, what it is), derived from releases.VLLM_RULES."""
 
 
 def check_sampler(sampler: str, release) -> None:
