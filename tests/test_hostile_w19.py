@@ -68,8 +68,10 @@ def _document(cal) -> dict:
 
 
 def _scaled(cal, **values):
-    """``cal`` with the named factors' values replaced (status kept: fitted factors are applied)."""
-    return replace(cal, **{name: replace(getattr(cal, name), value=v) for name, v in values.items()})
+    """``cal`` with the named factors' values replaced (status kept: fitted factors are applied), their bands dropped
+    (a band must hold its value: calibrate.model._check_band, wave 21)."""
+    return replace(cal, **{name: replace(getattr(cal, name), value=v, stderr=None, low=None, high=None)
+                           for name, v in values.items()})
 
 
 def _doors(run_cli, client, tmp_path, job: str, route: str, ask: dict, cal, fragment: str) -> None:

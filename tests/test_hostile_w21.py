@@ -8,7 +8,11 @@ Found, each fixed where every door passes (one line naming the field, exit 2):
     groups of three after a non-zero digit, as Python's ',' format prints them);
 (2) `profile --parallelism ddp` (or fsdp2) in one process (no torchrun) trained unsharded and wrote 'parallelism:
     none', exit 0; with --sweep every run was 'skipped' for it, 'runs measured 0 of 4', exit 0, its folder made
-    (profile/trial.check_parallelism, from the command before a sweep's folder and from run_trial).
+    (profile/trial.check_parallelism, from the command before a sweep's folder and from run_trial);
+(3) a calibration file's uncertainty was taken as read: a ratio's band '-5x - 1e+300x', a memory overhead's band
+    inverted over 300 digits of TiB, a negative stderr, a value outside its own band, printed by `memory --full`
+    (calibrate.model._check_band: stderr >= 0, low <= value <= high within the value's own bound, both ends or
+    neither, as calibrate.fit writes them); test_hostile_w19's scaled factors now drop their band.
 """
 
 import json
@@ -99,3 +103,54 @@ def test_2_run_trial_refuses_it_too(monkeypatch):
     with pytest.raises(InputError) as refused:
         run_trial(TrialSettings(model="pythia-70m", layers=1, seq_len=64, steps=1, warmup=0, parallelism="ddp"))
     assert refused.value.field == "parallelism"
+
+
+# ---- (3) a calibration band that does not hold its value -----------------------------------------------------------
+
+MEMORY = ("memory", "--model", "llama-3-8b", "--gpu", "h200", "--gpus", "8", "--framework", "hf")
+
+
+@pytest.fixture(scope="module")
+def calibration():
+    """A calibration document fitted by `gpuplan calibrate` on the two H200 trials in tests/fixtures/h200."""
+    from pathlib import Path
+
+    from gpuplan.calibrate import fit_calibration, load_measurements
+    from gpuplan.calibrate.model import calibration_to_dict
+
+    trials = sorted((Path(__file__).parent / "fixtures" / "h200").glob("profile_*.json"))
+    return calibration_to_dict(fit_calibration(load_measurements(trials)))
+
+
+BANDS = [("activation_memory", {"status": "fitted", "stderr": 0.1, "low": -5.0, "high": 1e300}, "band -5 to 1e+300"),
+         ("memory_overhead", {"status": "fitted", "stderr": 1.0, "low": 1e300, "high": -1e300}, "band 1e+300 to -1e+300"),
+         ("compute_time", {"low": 2.0, "high": 3.0}, "must hold its value"),
+         ("compute_time", {"stderr": -1.0}, "compute_time.stderr -1: must be 0 to 1000"),
+         ("compute_time", {"high": None}, "low and high come together")]
+
+
+@pytest.mark.parametrize("name, change, fragment", BANDS)
+def test_3_a_band_that_does_not_hold_its_value_is_refused(run_cli, client, tmp_path, calibration, name, change,
+                                                          fragment):
+    """Before: `memory --full --calibration` printed 'activation memory: measured / gpuplan 1.000x ... -5x - 1e+300x'
+    and the overhead's band as two 300-digit TiB numbers, exit 0."""
+    import copy
+
+    document = copy.deepcopy(calibration)
+    document[name].update(change)
+    path = tmp_path / "cal.json"
+    path.write_text(json.dumps(document), encoding="utf-8")
+    field_refusal(run_cli(*MEMORY, "--full", "--calibration", str(path)), "calibration", fragment)
+    plan = tmp_path / "p.yaml"
+    plan.write_text(f"model: llama-3-8b\ngpu: h200\ngpus: 8\nframework: hf\ncalibration: {path}\n", encoding="utf-8")
+    field_refusal(run_cli("memory", str(plan)), f"{plan}: calibration", fragment)
+    web = client.post("/api/memory", json={"model": "llama-3-8b", "gpu": "h200", "gpus": 8, "framework": "hf",
+                                           "calibration": document})
+    assert web.status_code == 422 and web.json()["field"] == "calibration" and fragment in web.json()["message"]
+
+
+def test_3_the_fitted_calibration_stays_answered(run_cli, tmp_path, calibration):
+    path = tmp_path / "cal.json"
+    path.write_text(json.dumps(calibration), encoding="utf-8")
+    code, out, err = run_cli(*MEMORY, "--calibration", str(path))
+    assert code == 0 and "error" not in err, err

@@ -173,7 +173,23 @@ def _factor(raw: dict, name: str = "factor") -> Factor:
         raise ValueError(f"{name} {factor.value:g}: a ratio factor must be within 0.001 to 1000")
     if factor.unit == "bytes" and abs(factor.value) > MAX_OVERHEAD_BYTES:
         raise ValueError(f"{name} {factor.value:g} bytes: must be within +-1 TiB")
+    _check_band(factor, name)
     return factor
+
+
+def _check_band(factor: Factor, name: str) -> None:
+    """The uncertainty as calibrate.fit / calibrate.classes write it: stderr >= 0 and low <= value <= high (value
+    -+ 2 stderr, a ratio's low clipped at 0), both ends or neither, within the value's own bound. A band outside it
+    was printed as read (wave 21): 'activation memory ... -5x - 1e+300x' and a 300-digit TiB range, inverted."""
+    bound = MAX_RATIO if factor.unit == "x" else MAX_OVERHEAD_BYTES
+    floor = 0.0 if factor.unit == "x" else -bound
+    if factor.stderr is not None and not 0 <= factor.stderr <= bound:
+        raise ValueError(f"{name}.stderr {factor.stderr:g}: must be 0 to {bound:g}")
+    if (factor.low is None) != (factor.high is None):
+        raise ValueError(f"{name}: low and high come together (value -+ 2 stderr), or neither")
+    if factor.low is not None and not floor <= factor.low <= factor.value <= factor.high <= bound:  # type: ignore
+        raise ValueError(f"{name} band {factor.low:g} to {factor.high:g}: must hold its value {factor.value:g} "
+                         f"within {floor:g} to {bound:g}")
 
 
 POSITIVE_FIELDS = ("gemm_dim", "attention_efficiency", "world_size")
