@@ -72,7 +72,8 @@ def printable(text: str) -> str:
 def whole_or(value: float) -> float | int:
     """A number as a refusal quotes it: an int where it is whole (180.0 -> 180, quoted 'got 180', not 'got 180.0'),
     else ``value`` itself (inf and nan too). The sweep's budget (profile.schema, profile.sweep) and the global batch
-    of plan's completes refusal (jobs.plan.completes) are quoted so."""
+    of plan's completes refusal (jobs.plan.completes) and a spot price above on-demand (jobs.budget.model) are
+    quoted so."""
     return int(value) if float(value).is_integer() else value
 
 

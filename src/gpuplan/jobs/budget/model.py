@@ -21,7 +21,7 @@ from gpuplan.core.economics import reliability as R
 from gpuplan.core.hardware import Accelerator
 from gpuplan.core.model.spec import ModelSpec
 from gpuplan.core.units import format_percent, format_usd_per_gpu_hour
-from gpuplan.errors import InputError
+from gpuplan.errors import InputError, whole_or
 from gpuplan.report.model import Assumption, Section, Table
 
 # Llama 2 (arXiv:2307.09288, Sec. 2.2): "a global batch-size of 4M tokens".
@@ -125,7 +125,7 @@ def resolve_prices(gpu_id: str, s: BudgetSettings) -> Prices:
     reserved = lookup_price(gpu_id, "reserved", s.provider)
     spot, spot_src = (s.spot_price, "given (--spot-price)") if s.spot_price else (None, "")
     if spot is not None and od is not None and spot > od:  # a negative discount: --spot-discount takes 0-99.9%
-        raise InputError("spot_price", int(spot) if spot == int(spot) else spot, f"must be at most the on-demand "
+        raise InputError("spot_price", whole_or(spot), f"must be at most the on-demand "
                          f"price, {format_usd_per_gpu_hour(od)} ({_spot_bound_basis(gpu_id, s, per_provider)}): spot is sold at a "
                          "discount off on-demand")
     least = od * (1 - K.MAX_SPOT_DISCOUNT) if od is not None else 0.0  # a discount past --spot-discount's bound
