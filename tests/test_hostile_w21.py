@@ -12,13 +12,16 @@ Found, each fixed where every door passes (one line naming the field, exit 2):
 (3) a calibration file's uncertainty was taken as read: a ratio's band '-5x - 1e+300x', a memory overhead's band
     inverted over 300 digits of TiB, a negative stderr, a value outside its own band, printed by `memory --full`
     (calibrate.model._check_band: stderr >= 0, low <= value <= high within the value's own bound, both ends or
-    neither, as calibrate.fit writes them); test_hostile_w19's scaled factors now drop their band.
+    neither, as calibrate.fit writes them); test_hostile_w19's scaled factors now drop their band;
+(4) `infer --context 1` was refused as 'output_tokens: got 0; must be at least 1 and below the context (1)': a field
+    not given, and no value of it valid; now the context names itself, at least 2 tokens (schema.vocabulary.
+    ServingContext).
 """
 
 import json
 
 import pytest
-from helpers import field_refusal
+from helpers import field_refusal, web_refusal
 
 pytestmark = pytest.mark.usefixtures("time_box")  # conftest: a hang fails the case, not the suite
 
@@ -154,3 +157,27 @@ def test_3_the_fitted_calibration_stays_answered(run_cli, tmp_path, calibration)
     path.write_text(json.dumps(calibration), encoding="utf-8")
     code, out, err = run_cli(*MEMORY, "--calibration", str(path))
     assert code == 0 and "error" not in err, err
+
+
+# ---- (4) a serving context of one token ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("context", [1, "1"])
+def test_4_a_one_token_context_names_the_context(run_cli, client, tmp_path, context):
+    """Before: 'output_tokens: got 0; must be at least 1 and below the context (1)' at every door. The value is
+    quoted as each door received it (text from a flag, a number from JSON), as for every field's bound."""
+    import gpuplan
+
+    fragment = "must be >= 2 and <= 16777216"
+    field_refusal(run_cli("infer", "--model", "llama-3-8b", "--context", str(context)), "context", fragment)
+    plan = tmp_path / "ask.yaml"
+    plan.write_text(f"model: llama-3-8b\ncontext: {context}\n", encoding="utf-8")
+    field_refusal(run_cli("infer", str(plan)), f"{plan}: context", fragment)
+    web_refusal(client.post("/api/inference", json={"model": "llama-3-8b", "context": context}), "context", fragment)
+    with pytest.raises(gpuplan.InputError) as api:
+        gpuplan.estimate_inference(gpuplan.InferenceInputs(model="llama-3-8b", context=context))
+    assert api.value.field == "context" and fragment in str(api.value)
+
+
+def test_4_a_two_token_context_is_answered(run_cli):
+    code, out, err = run_cli("infer", "--model", "llama-3-8b", "--gpu", "h100", "--no-search", "--context", "2")
+    assert code == 0 and "1-token prompt" in out, out

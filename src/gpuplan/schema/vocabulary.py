@@ -102,6 +102,9 @@ def _gpus_per_node(value: Any, info) -> int:
 
 GpusPerNode = T.typed(int, _gpus_per_node)
 TokenLength = T.typed(int, T.count(MAX_SEQ_LEN, whole=True, suffix_base=1024))
+ServingContext = T.typed(int, T.count(MAX_SEQ_LEN, low=2, whole=True, suffix_base=1024))
+"""`infer --context`: a prompt token and an output token at least (wave 21: `--context 1` was refused as 'output_tokens:
+got 0; must be at least 1 and below the context (1)', a field not given, and no value of it valid)."""
 Sequences = T.typed(int, T.count(MAX_BATCH, whole=True))
 Zero = T.typed(int, T.number(0, 3, whole=True))
 def _usd_per_gpu_hour(value: Any, info) -> float:

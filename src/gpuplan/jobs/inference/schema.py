@@ -134,7 +134,7 @@ class InferenceInputs(ModelFields):
     gpus: V.GpuCount
     tp: V.Tp
     pp: V.Pp
-    context: Annotated[V.TokenLength | None, _f(None, "Tokens per sequence, prompt + output (e.g. 32K).",
+    context: Annotated[V.ServingContext | None, _f(None, "Tokens per sequence, prompt + output (e.g. 32K).",
                                                 "min(4096, model maximum)")]
     output_tokens: Annotated[V.TokenLength | None, _f(None, "Generated tokens per sequence.",
                                                       "min(256, context / 2)")]
