@@ -15,7 +15,10 @@ Found, each fixed where every door passes (one line naming the field, exit 2):
     neither, as calibrate.fit writes them); test_hostile_w19's scaled factors now drop their band;
 (4) `infer --context 1` was refused as 'output_tokens: got 0; must be at least 1 and below the context (1)': a field
     not given, and no value of it valid; now the context names itself, at least 2 tokens (schema.vocabulary.
-    ServingContext).
+    ServingContext);
+(5) `memory --comm-buffer-gib 0.5` on one GPU (the default layout) changed only its assumption line: one GPU has no
+    NCCL communicator, the peak was the same, exit 0, where `infer --nccl-gib` on one GPU is refused (jobs/memory/
+    schema.MemoryInputs.layout).
 """
 
 import json
@@ -181,3 +184,28 @@ def test_4_a_one_token_context_names_the_context(run_cli, client, tmp_path, cont
 def test_4_a_two_token_context_is_answered(run_cli):
     code, out, err = run_cli("infer", "--model", "llama-3-8b", "--gpu", "h100", "--no-search", "--context", "2")
     assert code == 0 and "1-token prompt" in out, out
+
+
+# ---- (5) NCCL buffers on one GPU -----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("layout", [{}, {"gpus": 1}, {"dp": 1, "tp": 1}])
+def test_5_comm_buffers_on_one_gpu_are_refused(run_cli, client, tmp_path, layout):
+    """Before: 'NCCL buffers per communicator 512.00 MiB' and the same peak as without it, exit 0."""
+    import gpuplan
+
+    ask = {"model": "llama-3-8b", "gpu": "h100", **layout}
+    flags = [f"--{k}={v}" for k, v in ask.items() if k != "model"]
+    fragment = "one GPU (dp x tp x pp x cp = 1) has no communicator"
+    field_refusal(run_cli("memory", "--model", "llama-3-8b", *flags, "--comm-buffer-gib=0.5"), "comm_buffer_gib",
+                  fragment)
+    web_refusal(client.post("/api/memory", json={**ask, "comm_buffer_gib": 0.5}), "comm_buffer_gib", fragment)
+    with pytest.raises(gpuplan.InputError) as api:
+        gpuplan.estimate_memory(gpuplan.MemoryInputs(**ask, comm_buffer_gib=0.5))
+    assert api.value.field == "comm_buffer_gib"
+
+
+def test_5_comm_buffers_between_gpus_still_count(run_json):
+    """On 2 GPUs the buffers are in the peak: 0.5 GiB a communicator moves the overheads line."""
+    ask = ("memory", "--model", "llama-3-8b", "--gpu", "h100", "--gpus", "2")
+    base, given = run_json(*ask), run_json(*ask, "--comm-buffer-gib", "0.5")
+    assert given["results"]["overheads"] != base["results"]["overheads"]

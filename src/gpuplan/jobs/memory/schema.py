@@ -136,6 +136,9 @@ class MemoryInputs(ModelFields, LayoutFields, SetupFields):
         if self.shard_group is not None and zero == 0:  # it changed nothing (same peak), and said nothing
             raise InputError("shard_group", self.shard_group, "shards model states within groups (HSDP): give "
                              "--zero 1, 2 or 3; ZeRO 0 replicates them on every rank")
+        if self.comm_buffer_gib is not None and dp * self.rest == 1:  # the same peak with or without it (wave 21)
+            raise InputError("comm_buffer_gib", self.comm_buffer_gib, "sizes NCCL's buffers between GPUs: one GPU "
+                             "(dp x tp x pp x cp = 1) has no communicator; give --gpus > 1, or leave it out")
         layout = ParallelLayout(dp=dp, tp=self.tp or 1, pp=self.pp or 1, vpp=self.vpp or 1, cp=cp, ep=self.ep or 1,
                                 zero=zero, shard_group=self.shard_group, micro_batch=self.micro_batch or 1,
                                 global_batch=self.global_batch, sequence_parallel=self.sequence_parallel,
