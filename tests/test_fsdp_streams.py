@@ -53,20 +53,24 @@ def test_published_8b_fsdp_row_adds_its_pools_with_the_root_of_its_code(monkeypa
     # tt-l31-8b-8xh100-fsdp (torchtitan 9dec370: the root unit holds embedding + norm + LM head, kept unsharded
     # into backward): 8,030,261,248 parameters, fp32 gradients (MixedPrecisionPolicy reduce fp32) over 8 shards
     # = 4,015,130,624 B in the reduce-scatter pool; all-gather pool 2 x (1,050,677,248 - 218,112,000)
-    # = 1,665,130,496 B; the unsharded bf16 embedding 2 x 525,336,576 = 1,050,673,152 B at the start of backward
+    # = 1,665,130,496 B; the unsharded bf16 embedding 2 x 525,336,576 = 1,050,673,152 B at the start of backward;
+    # the eager loss leaves the bf16 logits' block free below the loss gradients (fsdp_streams.eager_loss_hole_bytes):
+    # 2 B x 2 x 8,192 tokens x 128,256 = 4,202,692,608 B
     case, allocated = _cases_with_allocated(monkeypatch)["tt-l31-8b-8xh100-fsdp"]
-    added = (4_015_130_624 + 1_665_130_496 + 1_050_673_152) * 1.03
+    added = (4_015_130_624 + 1_665_130_496 + 1_050_673_152 + 4_202_692_608) * 1.03
     assert case.estimated - allocated * 1.03 == pytest.approx(added, rel=1e-6)
-    # 63.40 GiB allocated -> 71.76 GiB reserved against the published 82.4 GiB (was 66.33 GiB; 72.79 before
-    # 9dec370's separate wq, wk, wv: op-level SAC keeps 0.5·sbh a layer less, 0.5 x 4096 x 16,384 x 32 B = 1 GiB)
-    assert case.estimated / GiB == pytest.approx(71.76, abs=0.01)
+    # 63.40 GiB allocated -> 75.79 GiB reserved against the published 82.4 GiB (71.76 without the loss hole; 66.33
+    # before the pools; 72.79 before 9dec370's separate wq, wk, wv: op-level SAC keeps 0.5·sbh a layer less)
+    assert case.estimated / GiB == pytest.approx(75.79, abs=0.01)
 
 
 def test_published_row_after_pr_1094_has_the_embedding_in_its_own_unit(monkeypatch):
     # tt-l3-8b-flex-4xh100-fsdp2-cp2-fullac-pr1884 (Oct 2025): FSDP 2 x CP 2 = 4 shards of fp32 gradients
-    # 4 x 8,030,261,248 / 4 B; all-gather pool 2 x (525,340,672 - 218,112,000) = 614,457,344 B (norm + LM head)
+    # 4 x 8,030,261,248 / 4 B; all-gather pool 2 x (525,340,672 - 218,112,000) = 614,457,344 B (norm + LM head);
+    # the eager loss's bf16 logits hole 2 B x 8,192 / 2 (CP) tokens x 128,256 = 1,050,673,152 B
     case, allocated = _cases_with_allocated(monkeypatch)["tt-l3-8b-flex-4xh100-fsdp2-cp2-fullac-pr1884"]
-    assert case.estimated - allocated * 1.03 == pytest.approx((8_030_261_248 + 614_457_344) * 1.03, rel=1e-6)
+    assert case.estimated - allocated * 1.03 == pytest.approx((8_030_261_248 + 614_457_344 + 1_050_673_152) * 1.03,
+                                                             rel=1e-6)
 
 
 def test_rows_read_their_code_date():
@@ -114,12 +118,13 @@ def test_published_torchtitan_rows_gap_narrows(monkeypatch):
     # 17 rows: mean |error| 16.5%, max 29.4%, bias -11.8% with allocated x 1.03 and an eager loss everywhere;
     # 7.9%, max 13.5%, -7.9% with the pools, the rows' own FSDP units and the compiled loss (docs/memory.md);
     # 8.8%, max 14.5%, -8.8% with the rows' separate wq, wk, wv under op-level SAC (tests/test_titan_sac_release.py);
-    # the bounds keep 0.5 points of room for other changes to the allocated model
+    # 9.0%, 14.5%, -9.0% with the float8 all-gather; 3.6%, max 10.7%, bias -3.4% with the eager loss's bf16 logits
+    # hole (fsdp_streams.eager_loss_hole_bytes, session 19); the bounds keep 0.5 points of room for other changes
     rows = [c for c, _ in _cases_with_allocated(monkeypatch).values() if c.framework == "torchtitan"]
     assert len(rows) == 17
-    assert sum(abs(c.error) for c in rows) / len(rows) < 0.093
-    assert max(abs(c.error) for c in rows) < 0.15
-    assert sum(c.error for c in rows) / len(rows) == pytest.approx(-0.088, abs=0.01)
+    assert sum(abs(c.error) for c in rows) / len(rows) < 0.041
+    assert max(abs(c.error) for c in rows) < 0.112
+    assert sum(c.error for c in rows) / len(rows) == pytest.approx(-0.034, abs=0.01)
 
 
 def test_compiled_cross_entropy_keeps_the_bf16_logits_not_an_fp32_copy():

@@ -42,14 +42,31 @@ def all_gather_pool_extra(largest_unit_elements, largest_layer_elements, compute
     return compute_bytes * np.maximum(np.asarray(largest_unit_elements) - largest_layer_elements, 0.0)
 
 
+def eager_loss_hole_bytes(vocab_size, tp, tokens, compute_bytes: float):
+    """Bytes the compute stream's pool holds free at the start of backward under torchtitan's eager loss
+    ``cross_entropy(pred.flatten(0, 1).float(), labels)`` followed by ``del pred`` (train.py @9dec370 L131-134,
+    L303-308; components/loss.py L19-23 + train.py L488-492 @6bccdb6, Oct 2025): the bf16 logits (``compute_bytes`` x
+    ``tokens`` x ``vocab_size`` / ``tp``, 2V a token) and their fp32 copy (4V) are freed next to each other below the
+    saved fp32 log-softmax (4V), a 6V hole. In backward nll_loss's gradient (4V) takes the hole's start (the
+    caching allocator's best fit: the smallest free block of the stream that holds the request, a block at the end
+    of an expandable segment counted at the size it can grow to; c10/cuda/CUDACachingAllocator.cpp get_free_block),
+    leaving 2V free, and log_softmax's gradient (4V) does not fit there: it goes above the log-softmax. So the
+    pool's extent at that moment is the allocated 12V (core.memory.training: 4V saved + 8V loss gradient) + 2V,
+    the bf16 logits' size. The same with default segments (the 4V gradient reuses the fp32 copy's block, the
+    bf16 block stays free). Not with a compiled loss (it keeps the bf16 logits; no fp32 copy) or the chunked loss.
+    Hand-simulated from the allocator's code, not measured on a GPU. Units: bytes; inputs may be arrays."""
+    return compute_bytes * np.asarray(tokens) * vocab_size / np.asarray(tp)
+
+
 def stage_pool_bytes(spec, layout, m, stage, compute_bytes: float, embedding_in_root: bool = False,
-                     mtp: int = 0, embedding_loss_slots: bool = False):
+                     mtp: int = 0, embedding_loss_slots: bool = False, loss_hole: float = 0.0):
     """The three pools of one pipeline stage before fragmentation, bytes: compute pool peak + all sharded
     gradients + all-gather pool beyond the allocated peak's share (``m``: core.memory.training.StageMemory;
     degrees and ``stage`` may be arrays). The units are torchtitan's today (the embedding, norm + LM head,
     each layer: its own units) or, ``embedding_in_root``, its earlier ones (embedding + norm + LM head as
     the root, kept unsharded into backward: its bf16 embedding joins the start-of-backward working set).
-    Only the sharded gradients (at most grads_step) leave the compute pool: under a pipeline torchtitan
+    ``loss_hole``: bytes the last stage's compute pool holds free at the start of backward around the loss
+    (eager_loss_hole_bytes; 0: none). Only the sharded gradients (at most grads_step) leave the compute pool: under a pipeline torchtitan
     accumulates the stage's unsharded fp32 gradients on the compute stream (grads_backward holds them
     as well; _fsdp_param.py accumulate_unsharded_grad_if_needed), reduce-scattered once. Never below
     the stage's allocated peak."""
@@ -59,7 +76,8 @@ def stage_pool_bytes(spec, layout, m, stage, compute_bytes: float, embedding_in_
     embedding = (np.asarray(stage) == 0) * spec.vocab_size * spec.hidden_size / layout.tp
     unit = params.root if embedding_in_root else np.maximum(embedding, params.root - embedding)
     extra = all_gather_pool_extra(np.maximum(unit, params.largest_layer), params.largest_layer, compute_bytes)
-    backward_start = m.backward_start + embedding_in_root * compute_bytes * embedding
+    backward_start = m.backward_start + embedding_in_root * compute_bytes * embedding \
+        + (np.asarray(stage) == layout.pp - 1) * loss_hole
     sharded_backward = np.minimum(m.grads_backward, m.grads_step)
     return fsdp2_reserved_peak(backward_start, m.optimizer_step, sharded_backward, m.grads_step, extra, 0.0)
 

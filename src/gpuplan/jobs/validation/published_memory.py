@@ -141,15 +141,22 @@ def fsdp2_reserved(spec, layout: ParallelLayout, settings: M.MemorySettings, fra
     all-gather stream's pool beyond the compute stream's peak (core.memory.fsdp_streams). The units are
     torchtitan's today (profile embedding_own_fsdp_unit: the embedding, norm + LM head, each layer) or,
     ``embedding_in_root``, its earlier ones (embedding + norm + LM head as the root, kept unsharded into
-    backward: its bf16 embedding joins the start-of-backward working set)."""
-    from gpuplan.core.memory.fsdp_streams import stage_pool_bytes
+    backward: its bf16 embedding joins the start-of-backward working set). With the eager fp32 loss
+    (``settings.loss`` 'fp32-ce') the compute pool also holds the bf16 logits' freed block at the start of
+    backward (fsdp_streams.eager_loss_hole_bytes)."""
+    from gpuplan.core.memory.fsdp_streams import eager_loss_hole_bytes, stage_pool_bytes
     from gpuplan.core.precision import RECIPES
 
     compute_bytes = RECIPES[settings.recipe].compute_bytes
+    # the eager cross_entropy(pred.float()) + del pred of the rows' train.py leaves the bf16 logits' block free
+    # below the loss gradients (core.memory.fsdp_streams.eager_loss_hole_bytes); pp 1 only (under a pipeline the
+    # schedule calls the loss, another order, not read)
+    hole = eager_loss_hole_bytes(spec.vocab_size, layout.tp, layout.micro_batch * settings.seq_len / layout.cp,
+                                 compute_bytes) if settings.loss == "fp32-ce" and layout.pp == 1 else 0.0
     worst = 0.0
     for stage in {0, layout.pp - 1}:
         m = M.stage_memory_parts(spec, layout, settings, stage)
-        pools = stage_pool_bytes(spec, layout, m, stage, compute_bytes, embedding_in_root)
+        pools = stage_pool_bytes(spec, layout, m, stage, compute_bytes, embedding_in_root, loss_hole=hole)
         worst = max(worst, float(pools) * (1 + frag))
     return worst
 
