@@ -77,3 +77,40 @@ def test_every_log_number_is_in_its_quote():
     # nothing is fitted from them: every row is evidence
     from gpuplan.catalog import reference_yaml
     assert {r["role"] for r in reference_yaml("fsdp_allocator_logs.yaml")["runs"]} == {"evidence"}
+
+
+def _fit_gap(monkeypatch, loss, hole_off=False):
+    from gpuplan.adapters.hf_config import model_spec_from_hf_config
+    from gpuplan.catalog import model_entries
+    from gpuplan.core.memory import training as M
+    from gpuplan.core.memory.device_memory import Overheads
+    from gpuplan.core.parallel import ParallelLayout
+
+    if hole_off:
+        monkeypatch.setattr(M, "eager_loss_hole_of", lambda *a: 0.0)
+    spec = model_spec_from_hf_config(model_entries()["llama-3.1-8b"]["config"], name="llama-3.1-8b")
+    layout = ParallelLayout(dp=8, zero=3, micro_batch=2, global_batch=16)
+    settings = M.MemorySettings(seq_len=8192, recipe="fsdp2", framework="torchtitan", implementation="torchtitan",
+                                recompute="selective", loss=loss)
+    return M.peak_and_framework_gap(spec, layout, settings, Overheads(fragmentation=0.03), 0.0, fsdp2_pools=True)[1]
+
+
+def test_the_fit_rule_keeps_the_hole_free_under_the_eager_loss_only(monkeypatch):
+    from gpuplan.core.memory import training as M
+    from gpuplan.core.memory.fsdp_streams import eager_loss_hole_of
+    from gpuplan.core.parallel import ParallelLayout
+
+    # Llama 3.1 8B, FSDP 8, micro-batch 2 x 8,192 with loss fp32-ce: the fit rule keeps 1.03 x 4,202,692,608 B more
+    with_hole = _fit_gap(monkeypatch, "fp32-ce")
+    assert with_hole - _fit_gap(monkeypatch, "fp32-ce", hole_off=True) == pytest.approx(1.03 * 4_202_692_608)
+    # torchtitan's own loss today (chunked, the profile's default) and a pipeline get none
+    settings = M.MemorySettings(seq_len=8192, recipe="fsdp2", framework="torchtitan")
+    layout = ParallelLayout(dp=8, zero=3, micro_batch=2, global_batch=16)
+    assert eager_loss_hole_of(None, layout, settings, 2) == 0.0
+    piped = ParallelLayout(dp=4, pp=2, zero=3, micro_batch=2, global_batch=16)
+    eager = M.MemorySettings(seq_len=8192, recipe="fsdp2", framework="torchtitan", loss="fp32-ce")
+
+    class Spec:
+        vocab_size = V
+    assert float(eager_loss_hole_of(Spec, piped, eager, 2)) == 0.0
+    assert float(eager_loss_hole_of(Spec, layout, eager, 2)) == pytest.approx(4_202_692_608)

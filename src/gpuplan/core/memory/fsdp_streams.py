@@ -58,6 +58,20 @@ def eager_loss_hole_bytes(vocab_size, tp, tokens, compute_bytes: float):
     return compute_bytes * np.asarray(tokens) * vocab_size / np.asarray(tp)
 
 
+def eager_loss_hole_of(spec, layout, settings, compute_bytes: float):
+    """eager_loss_hole_bytes of a run (core.memory.training.MemorySettings ``settings``) whose loss is the eager
+    fp32 cross-entropy ('fp32-ce', core.frameworks.loss_of) on one pipeline stage (under a pipeline the schedule
+    calls the loss, an order not read), with micro-batch x sequence / cp tokens a rank; else 0. The one rule of the
+    published rows (jobs/validation/published_memory) and the fit rule (training.peak_and_framework_gap)."""
+    from gpuplan.core.frameworks import loss_of
+
+    if loss_of(settings) != "fp32-ce":
+        return 0.0
+    tokens = np.asarray(layout.micro_batch) * settings.seq_len / np.asarray(layout.cp)
+    return np.where(np.asarray(layout.pp) == 1, eager_loss_hole_bytes(spec.vocab_size, layout.tp, tokens,
+                                                                      compute_bytes), 0.0)
+
+
 def stage_pool_bytes(spec, layout, m, stage, compute_bytes: float, embedding_in_root: bool = False,
                      mtp: int = 0, embedding_loss_slots: bool = False, loss_hole: float = 0.0):
     """The three pools of one pipeline stage before fragmentation, bytes: compute pool peak + all sharded

@@ -27,7 +27,7 @@ from gpuplan.core.memory.device_memory import Overheads, framework_gap_bytes, us
 from gpuplan.core.bulk import scalar_or_array
 from gpuplan.core.memory.expert_gather import gathered_routed_bytes_per_token
 from gpuplan.core.memory.lora_moe import peft_fold_memory
-from gpuplan.core.memory.fsdp_streams import stage_pool_bytes
+from gpuplan.core.memory.fsdp_streams import eager_loss_hole_of, stage_pool_bytes
 from gpuplan.core.model.spec import ModelSpec
 from gpuplan.core.memory.model_states import (  # noqa: F401 - re-exported: memory's vocabulary
     ModelStates,
@@ -406,9 +406,9 @@ def peak_and_framework_gap(spec: ModelSpec, layout: ParallelLayout, settings: Me
     peak = np.maximum(first.allocated, last.allocated)
     if not share and not fsdp2_pools:
         return plain(peak), plain(np.zeros(np.shape(peak)))
-    compute_bytes = lookup(RECIPES, settings.recipe, "recipe").compute_bytes
-    held = [np.where(np.asarray(layout.zero) == 3, stage_pool_bytes(
-        spec, layout, s, stage, compute_bytes, False, settings.mtp_layers, settings.embedding_loss_slots), s.allocated)
+    hole = eager_loss_hole_of(spec, layout, settings, compute_bytes := lookup(RECIPES, settings.recipe, "recipe").compute_bytes)
+    held = [np.where(np.asarray(layout.zero) == 3, stage_pool_bytes(spec, layout, s, stage, compute_bytes, False,
+                     settings.mtp_layers, settings.embedding_loss_slots, hole), s.allocated)
             if fsdp2_pools else s.allocated for s, stage in ((first, 0), (last, layout.pp - 1))]
     demand = np.maximum(*(overheads.reserved_bytes(h) + framework_gap_bytes(overheads, share, h, s.model_states)
                           for h, s in zip(held, (first, last))))

@@ -144,15 +144,13 @@ def fsdp2_reserved(spec, layout: ParallelLayout, settings: M.MemorySettings, fra
     backward: its bf16 embedding joins the start-of-backward working set). With the eager fp32 loss
     (``settings.loss`` 'fp32-ce') the compute pool also holds the bf16 logits' freed block at the start of
     backward (fsdp_streams.eager_loss_hole_bytes)."""
-    from gpuplan.core.memory.fsdp_streams import eager_loss_hole_bytes, stage_pool_bytes
+    from gpuplan.core.memory.fsdp_streams import eager_loss_hole_of, stage_pool_bytes
     from gpuplan.core.precision import RECIPES
 
     compute_bytes = RECIPES[settings.recipe].compute_bytes
     # the eager cross_entropy(pred.float()) + del pred of the rows' train.py leaves the bf16 logits' block free
-    # below the loss gradients (core.memory.fsdp_streams.eager_loss_hole_bytes); pp 1 only (under a pipeline the
-    # schedule calls the loss, another order, not read)
-    hole = eager_loss_hole_bytes(spec.vocab_size, layout.tp, layout.micro_batch * settings.seq_len / layout.cp,
-                                 compute_bytes) if settings.loss == "fp32-ce" and layout.pp == 1 else 0.0
+    # below the loss gradients (core.memory.fsdp_streams.eager_loss_hole_bytes); pp 1 only
+    hole = float(eager_loss_hole_of(spec, layout, settings, compute_bytes))
     worst = 0.0
     for stage in {0, layout.pp - 1}:
         m = M.stage_memory_parts(spec, layout, settings, stage)
