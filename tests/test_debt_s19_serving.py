@@ -116,3 +116,29 @@ def test_a_search_converts_an_fp8_plan_once_a_gpu_type(monkeypatch):
     rows = search_configurations(plan, 64)
     assert len(rows) > 3  # the search ran over several GPU types
     assert all(seen.count(gpu.id) == 2 for gpu, _, _, _ in rows), sorted(seen)
+
+
+
+def test_a_replaced_setup_is_converted_again():
+    """Review s19 S2: plan_on_gpu's mark names the part, setup and FP8 facts it converted from, so a plan whose setup
+    is replaced after its conversion (here: back to the FP8 format as stored) is converted again for the same part;
+    a mark of the part alone returned the stale format (FP8 tensor-core GEMMs an A100 does not have)."""
+    from dataclasses import replace as dc_replace
+
+    from gpuplan.jobs.inference import resolve
+    from gpuplan.jobs.inference.schema import InferenceInputs
+
+    plan = resolve.resolve_plan(InferenceInputs(model="llama-3.1-8b", gpu="a100", quantization="fp8"))
+    assert plan.setup.fmt.name == "fp8-marlin" and plan.fp8.fmt.name != "fp8-marlin"
+    stale = dc_replace(plan, setup=dc_replace(plan.setup, fmt=plan.fp8.fmt))
+    assert resolve.plan_on_gpu(stale, plan.gpu).setup.fmt.name == "fp8-marlin"
+    again = resolve.plan_on_gpu(plan, plan.gpu)
+    assert resolve.plan_on_gpu(again, plan.gpu) is again  # unchanged since its conversion, same part: as it is
+
+
+def test_v1_since_is_the_first_v1_row():
+    """Review s19 N3: releases.VLLM_V1_SINCE states V1's first release a second time beside VLLM_RULES' rows; the two
+    must agree (the sampler gates read the rows)."""
+    from gpuplan.core.serving.releases import VLLM_RULES, VLLM_V1_SINCE
+
+    assert next(rules.since for rules in VLLM_RULES if rules.v1) == VLLM_V1_SINCE == (0, 8, 0)

@@ -27,7 +27,7 @@ def test_olmo3_7b_row_is_its_sources_arithmetic(runs):
     tokens, i.e. 512 sequences of 8,192; the quote: '~234k H100 hours to pretrain the 7B'. Steps 5.93e12 / (512 x
     8,192) = 1,413,803; the total is 234,000 x 3,600 / 512 / 1,413,803 = 1.1637 s a step (hand-worked)."""
     run = runs["olmo3-7b"]
-    assert 8_192 * 512 // SEQ == 512 == run["global_batch"]
+    assert run["global_batch"] * run["seq_len"] == 8_192 * 512  # GLOBAL_BATCH_SIZE, tokens
     assert (run["gpus"], run["seq_len"], run["measured_gpu_hours"], run["gpu"]) == (512, SEQ, 234_000, "h100-sxm")
     assert float(run["tokens"]) == 5.93e12
     assert reported_step_seconds(run) == pytest.approx(1.1637, abs=5e-4)
@@ -40,7 +40,7 @@ def test_olmo3_32b_row_is_its_sources_arithmetic(runs):
     sequences of 8,192, rank_microbatch_size = one sequence; the quote: '~1.05m H100 hours to pretrain the 32B'.
     Steps 5.50e12 / (1,024 x 8,192) = 655,651; 1,050,000 x 3,600 / 1,024 / 655,651 = 5.6301 s a step."""
     run = runs["olmo3-32b"]
-    assert 8 * 1_024 * 1_024 // SEQ == 1_024 == run["global_batch"]
+    assert run["global_batch"] * run["seq_len"] == 8 * 1_024 * 1_024  # GLOBAL_BATCH_SIZE, tokens
     assert (run["gpus"], run["seq_len"], run["measured_gpu_hours"], run["gpu"]) == (1_024, SEQ, 1_050_000, "h100-sxm")
     assert float(run["tokens"]) == 5.50e12
     assert reported_step_seconds(run) == pytest.approx(5.6301, abs=5e-4)
@@ -93,8 +93,10 @@ def test_olmo3_7b_notes_the_scripts_micro_batch_against_the_readmes_count(runs):
     """pretrain-1.py's rank_microbatch_size 2 x 8,192 on 512 ranks is 8,388,608 tokens, which does not divide the
     4,194,304-token batch (OLMo-core's pre_train check, train_module.py L242-246, refuses it); on 256 ranks it does.
     The row keeps the README's 512 and one sequence a rank, and says so."""
-    batch, micro = 8_192 * 512, 2 * 8_192
-    assert batch % (micro * 512) != 0 and batch % (micro * 256) == 0
+    run = runs["olmo3-7b"]
+    batch, micro = run["global_batch"] * run["seq_len"], 2 * 8_192  # the row's batch; the script's rank micro-batch
+    assert batch % (micro * run["gpus"]) != 0 and batch % (micro * run["gpus"] // 2) == 0
+    assert run["layout"]["micro_batch"] * run["gpus"] == run["global_batch"]  # one sequence a rank, no accumulation
     assert "train_module.py L242-246" in runs["olmo3-7b"]["cluster_source"]
 
 

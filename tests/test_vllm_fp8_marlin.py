@@ -65,7 +65,8 @@ def test_decode_streams_one_byte_weights_and_prefill_runs_at_marlins_ceiling():
     assert plan.setup.efficiency.bandwidth[0] == 0.85  # the expected HBM fraction the bound uses
     kw = R.gpu_keywords(plan.gpu, plan.setup)
     decode = R.decode_step(plan.spec, plan.groups, plan.setup, 0.0, batch=1, context=1, tp=1, pp=1, **kw)
-    assert decode.memory_s == pytest.approx(4.6335e-3, rel=1e-3)  # 8,030,527,488 B / (2,039 GB/s x 0.85), by hand
+    assert decode.memory_s == pytest.approx(4.6335e-3, rel=1e-3)  # by hand: 8,030,527,488 B (the 9,081,200,640 B FP8 checkpoint less its
+    # input embedding, 128,256 x 4,096 x 2 B = 1,050,673,152 B, which a decode step gathers, not streams) / (2,039 GB/s x 0.85)
     prefill = R.prefill_step(plan.spec, plan.groups, plan.setup, prompt=4096, tp=1, pp=1, **kw)
     flops = 2 * 6_979_321_856 * 4096 + 2 * 525_336_576  # the LM head runs the last token only
     assert prefill.compute_s == pytest.approx(flops / 141.4e12, rel=1e-3)  # 404.35 ms at Marlin's plateau

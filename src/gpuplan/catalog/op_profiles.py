@@ -15,6 +15,11 @@ from gpuplan.core.time.op_profile import EagerOps, SettingProfile, compose
 
 FILE = "hf_op_profiles.json"
 FALLBACK_FAMILY = "llama"
+PROFILE_OF = {"olmo3": "olmo2"}
+"""model_types whose transformers modules are another profiled family's, op for op: Olmo3's decoder layer,
+attention and MLP subclass Olmo2's and add only the sliding-window mask (transformers
+models/olmo3/modular_olmo3.py: Olmo3Attention(Olmo2Attention), Olmo3DecoderLayer(Olmo2DecoderLayer)), which
+changes no op the eager step launches."""
 EAGER_ONLY = ("gemma2",)
 """Families transformers runs with eager attention only (scripts/hf_op_profiles.py EAGER_ONLY): their
 profiles are eager already. Every SDPA_REFUSED model_type (core.time.attention_core) runs eager; one
@@ -69,13 +74,14 @@ def active_settings(recipe: str, finetune: str, attention_kernel: str) -> tuple[
 def eager_ops_for(model_type: str, recipe: str, finetune: str, attention_kernel: str) -> EagerOps:
     """The composed op profile of a run of a ``model_type`` model (Llama's where the family was not
     profiled, said in the note)."""
-    family = model_type if model_type in families() else FALLBACK_FAMILY
+    profiled = PROFILE_OF.get(model_type, model_type)
+    family = profiled if profiled in families() else FALLBACK_FAMILY
     kernel = execution_kernel(attention_kernel, model_type, "hf")  # SDPA_REFUSED: eager, as transformers runs it
     ops = compose(family, family_profiles(family),
                   active_settings(recipe, finetune, "flash" if family in EAGER_ONLY else kernel))  # eager base
     if family in EAGER_ONLY or model_type in SDPA_REFUSED:
         ops = replace(ops, attention="eager")
-    if family != model_type:
+    if family != profiled:
         note = f"no op profile for model_type {model_type or '(bare --params)'}: {FALLBACK_FAMILY}'s used"
         ops = replace(ops, note="; ".join(n for n in (note, ops.note) if n))
     return ops

@@ -86,6 +86,12 @@ def runs_off_cuda(part) -> bool:
     return part.runs_xla or part.vendor in OFF_CUDA_VENDORS
 
 
+def names_it(value, values) -> bool:
+    """Whether an option's ``value`` turns on what a refusal names: any value but None / False where ``values`` is
+    None, else one of ``values`` (the CUDA-only table's and tpu_rules.OTHER_FRAMEWORK_OPTIONS' rule)."""
+    return value not in (None, False) if values is None else value in values
+
+
 def cannot_run(inputs, part, fields=None) -> tuple[str, object, str, str] | None:
     """(field, value, what it is, what is valid) of the first CUDA_ONLY_OPTIONS entry (of ``fields``, their names,
     where given) stated at a value that names its mechanism, on a ``part`` that refuses it: on a TPU every entry,
@@ -98,7 +104,7 @@ def cannot_run(inputs, part, fields=None) -> tuple[str, object, str, str] | None
         if not inputs.stated_otherwise(name, STATED_DEFAULTS.get(name)):
             continue
         shown = getattr(inputs, name)
-        if (shown not in (None, False)) if option.values is None else (shown in option.values):
+        if names_it(shown, option.values):
             return name, shown, option.what, valid
     return None
 

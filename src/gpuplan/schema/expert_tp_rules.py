@@ -8,7 +8,7 @@ from gpuplan.core.expert_layout import EXPERT_TP_FOLLOWS_TP
 from gpuplan.errors import InputError
 
 
-def check_expert_tp(inputs, spec, gpu_counts: tuple[int, ...] = ()) -> None:
+def check_expert_tp(inputs, spec, *, gpu_counts: tuple[int, ...]) -> None:
     """Refuse an --etp the model or the framework cannot run: any value on a dense model (it changes nothing),
     above 1 outside Megatron-Core (torchtitan b5bcd76 has no expert TP dimension, DeepSpeed-MoE keeps whole experts,
     transformers and llm.c no TP), one that does not divide the expert width (Megatron-Core's TEGroupedMLP shards

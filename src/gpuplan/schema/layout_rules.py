@@ -301,7 +301,7 @@ def check_model(inputs, spec) -> None:
         _check_dense_moe_kernels(inputs, spec)
     check_sequence_split(inputs, spec)
     check_mtp(inputs, spec)
-    check_expert_tp(inputs, spec, gpu_counts(getattr(inputs, "gpus", None)))
+    check_expert_tp(inputs, spec, gpu_counts=gpu_counts(getattr(inputs, "gpus", None)))
 
 
 def _check_dense_moe_kernels(inputs, spec) -> None:

@@ -34,7 +34,7 @@ import re
 from dataclasses import replace
 
 from gpuplan.errors import InputError
-from gpuplan.schema.cuda_only import cannot_run, refusal
+from gpuplan.schema.cuda_only import cannot_run, names_it, refusal
 from gpuplan.schema.device_rules import FRAMEWORK_OFF_CUDA, accelerator
 
 TPU_FRAMEWORK = FRAMEWORK_OFF_CUDA
@@ -146,10 +146,6 @@ def compared_note(framework: str, given: bool, gpu, compared) -> tuple[str, ...]
             f"{own} (ask with {ask} for that answer)",)
 
 
-def _named(value, values) -> bool:
-    return value not in (None, False) if values is None else value in values
-
-
 def check_tpu_options(inputs, gpu) -> None:
     """schema.cuda_only.CUDA_ONLY_OPTIONS and OTHER_FRAMEWORK_OPTIONS given where --gpu is the TPU ``gpu``: one line
     naming the field and what is valid there."""
@@ -158,7 +154,7 @@ def check_tpu_options(inputs, gpu) -> None:
         name, shown, what, valid = found
         raise InputError(name, shown, refusal(what, gpu, valid))
     for name, values, what, framework, valid in OTHER_FRAMEWORK_OPTIONS:
-        if name in given and _named(shown := getattr(inputs, name), values):
+        if name in given and names_it(shown := getattr(inputs, name), values):
             shown = ",".join(shown) if isinstance(shown, tuple) else shown
             raise InputError(name, shown, f"is {what} (--framework {framework}), which does not run on a {gpu.name} "
                              f"(only --framework {TPU_FRAMEWORK} is modelled on a TPU): {valid}")

@@ -38,7 +38,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpuplan.core.comm import collectives as K
-from gpuplan.core.comm.dp_costs import matrices_per_gpu
+from gpuplan.core.comm.per_gpu_params import matrices_per_gpu
 from gpuplan.core.memory.float8_gather import dp_shard_enabled
 from gpuplan.core.memory.recompute import full_recompute_share
 from gpuplan.core.model import flops as F

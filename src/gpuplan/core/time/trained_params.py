@@ -3,7 +3,7 @@ traffic follow (core.time.step.step_time, and `plan --explain` / `plan --full`, 
 
 from __future__ import annotations
 
-from gpuplan.core.comm.dp_costs import params_per_gpu
+from gpuplan.core.comm.per_gpu_params import params_per_gpu
 from gpuplan.core.model.spec import ModelSpec
 
 

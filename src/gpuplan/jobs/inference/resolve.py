@@ -44,9 +44,9 @@ class Plan:
     fp8: FM.Fp8Checkpoint | None = None
     """An FP8 format as stored, where the engine takes it (vLLM, SGLang): each GPU a search tries serves it
     natively or through the weight-only FP8 Marlin path (plan_on_gpu); None for every other format."""
-    converted_for: Accelerator | None = field(default=None, compare=False, repr=False)
-    """The part plan_on_gpu made this plan for (None: none): asked again for that very part, it returns the plan as
-    it is, so a search converts an FP8 plan once a GPU type, not at every TP it tries."""
+    converted_for: tuple | None = field(default=None, compare=False, repr=False)
+    """(part, setup, fp8) objects plan_on_gpu made this plan from (None: none): asked again for that very part with the
+    same setup and FP8 facts (identity: a replace() of either reconverts), it returns the plan as it is."""
 
     @property
     def decode_context(self) -> float:
@@ -158,14 +158,14 @@ def plan_on_gpu(plan: Plan, gpu: Accelerator) -> Plan:
     """``plan`` as ``gpu`` runs it: an FP8 plan (Plan.fp8) takes the weight-only FP8 Marlin format where its
     release runs that path on the part (an sm80-sm88 GPU: fp8_marlin.runs_fp8_marlin), else the FP8 format as
     stored (FP8 tensor cores, or a part that does not serve it: serving.serves leaves it out); other plans as
-    they are. A plan this returned for ``gpu`` (Plan.converted_for, the same part) is returned as it is."""
-    ckpt = plan.fp8
-    if ckpt is None or plan.converted_for is gpu:
+    they are. A plan this returned for ``gpu`` (Plan.converted_for: that part, setup and FP8 facts) is returned as it is."""
+    ckpt, mark = plan.fp8, plan.converted_for
+    if ckpt is None or (mark and mark[0] is gpu and mark[1] is plan.setup and mark[2] is ckpt):
         return plan
-    release = plan.setup.runtime.release
-    fmt = FM.marlin_format(ckpt, _act_dtype(plan.spec)) if FM.runs_fp8_marlin(release, gpu, ckpt) else ckpt.fmt
-    return replace(plan, setup=plan.setup if fmt == plan.setup.fmt else replace(plan.setup, fmt=fmt),
-                   converted_for=gpu)
+    fmt = FM.marlin_format(ckpt, _act_dtype(plan.spec)) if FM.runs_fp8_marlin(plan.setup.runtime.release, gpu, ckpt) \
+        else ckpt.fmt
+    setup = plan.setup if fmt == plan.setup.fmt else replace(plan.setup, fmt=fmt)
+    return replace(plan, setup=setup, converted_for=(gpu, setup, ckpt))
 
 
 def _act_dtype(spec: ModelSpec) -> str:
