@@ -17,25 +17,23 @@ def _rows(monkeypatch):
 
 
 def test_leave_one_out_error_of_the_published_reserve(monkeypatch):
+    """Since the loss hole (session 19) the median rule would give 0.019 (leave-one-out 0.0149-0.0189): 3.5% mean
+    |error| but 9.4% short at worst (bias -2.0%), the rows the hole leaves; the constant kept, 0.116
+    (planner.framework_rules), over-reserves instead: +6.3% mean in-sample, max 10.7%, the FlexAttention CP row 4.0%
+    short. A fit rule that refuses what does not fit takes the second (the docstring's reasons)."""
     from gpuplan.planner.framework_rules import TORCHTITAN_PUBLISHED_RESERVE
 
     rows = _rows(monkeypatch)
     assert len(rows) == 17
     share = np.array([(measured - pools) / beyond for measured, pools, beyond in rows])
     held_out = np.array([np.median(np.delete(share, i)) for i in range(len(rows))])
-    # the median of 16 is the mean of the 8th and 9th left: 0.1081 without a row above the median, 0.1171 without
-    # one below, 0.1088 without the median row (tt-l31-8b-8xh100-fsdp8-cp1-s32k) itself (0.1035 / 0.1135 / 0.1043
-    # before a0be8c0 held the float8 rows' gathered layer at 1 B; the constant re-taken, 0.11 -> 0.116, in the
-    # wave-12 mend)
-    assert set(np.round(held_out, 4)) == {0.1081, 0.1088, 0.1171}
-    assert held_out.min() < TORCHTITAN_PUBLISHED_RESERVE < held_out.max()
+    assert set(np.round(held_out, 4)) == {0.0149, 0.015, 0.0189}
     error = np.array([(pools + s * beyond) / measured - 1 for (measured, pools, beyond), s in zip(rows, held_out)])
-    in_sample = np.array([(pools + TORCHTITAN_PUBLISHED_RESERVE * beyond) / measured - 1
-                          for measured, pools, beyond in rows])
-    # 2.9% mean |error|, 2.3% median, max 6.8%, bias -0.2% (in-sample 2.6%, max 6.5%); before a0be8c0 and the
-    # re-taken constant 3.0%, 2.3%, 7.0%, -0.4% (2.6%, 6.7%), as docs/memory.md quotes them
-    assert float(np.mean(np.abs(error))) == pytest.approx(0.029, abs=0.0015)
-    assert float(np.median(np.abs(error))) == pytest.approx(0.023, abs=0.0015)
-    assert float(np.max(np.abs(error))) == pytest.approx(0.068, abs=0.0015)
-    assert float(np.mean(np.abs(in_sample))) == pytest.approx(0.026, abs=0.0015)
-    assert np.mean(np.abs(error)) > np.mean(np.abs(in_sample))  # held out is worse, as it must be here
+    assert float(np.mean(np.abs(error))) == pytest.approx(0.035, abs=0.0015)
+    assert float(np.min(error)) == pytest.approx(-0.094, abs=0.0015)
+    kept = np.array([(pools + TORCHTITAN_PUBLISHED_RESERVE * beyond) / measured - 1 for measured, pools, beyond in rows])
+    assert float(np.mean(kept)) == pytest.approx(0.063, abs=0.0015)
+    assert float(np.max(kept)) == pytest.approx(0.107, abs=0.0015)
+    assert float(np.min(kept)) == pytest.approx(-0.040, abs=0.0015)
+    # rows whose reserved peak comes out more than 2% short: 6 of 17 under the median rule, 1 (FlexAttention CP) kept
+    assert (int(np.sum(error < -0.02)), int(np.sum(kept < -0.02))) == (6, 1)
