@@ -18,7 +18,10 @@ Found, each fixed where every door passes (one line naming the field, exit 2):
     ServingContext);
 (5) `memory --comm-buffer-gib 0.5` on one GPU (the default layout) changed only its assumption line: one GPU has no
     NCCL communicator, the peak was the same, exit 0, where `infer --nccl-gib` on one GPU is refused (jobs/memory/
-    schema.MemoryInputs.layout).
+    schema.MemoryInputs.layout);
+(6) `calibrate trial.json --model llama-3-8b` (or --gpu a100, --gpus 64 --tp 8, any flag describing a log's run) with
+    trial measurements alone: read by nothing, the answer byte for byte as without it, exit 0; a trial records its own
+    model, GPU and layout (calibrate/sources._check_context_read, in load_measurements: CLI and Python API).
 """
 
 import json
@@ -209,3 +212,33 @@ def test_5_comm_buffers_between_gpus_still_count(run_json):
     ask = ("memory", "--model", "llama-3-8b", "--gpu", "h100", "--gpus", "2")
     base, given = run_json(*ask), run_json(*ask, "--comm-buffer-gib", "0.5")
     assert given["results"]["overheads"] != base["results"]["overheads"]
+
+
+# ---- (6) log flags beside trial measurements alone ------------------------------------------------------------------
+
+TRIAL = "tests/fixtures/h200/profile_llama-3.2-1b_bf16_mb2_s2048.json"
+
+
+@pytest.mark.parametrize("flags, field", [(("--model", "llama-3-8b"), "model"), (("--gpu", "a100"), "gpu"),
+                                          (("--gpus", "64", "--tp", "8"), "gpus"), (("--seq-len", "4096"), "seq_len")])
+def test_6_log_flags_with_trial_files_alone_are_refused(run_cli, flags, field):
+    """Before: the same calibration as without the flag, exit 0."""
+    from pathlib import Path
+
+    trial = str(Path(__file__).parents[1] / TRIAL)
+    field_refusal(run_cli("calibrate", trial, *flags), field, "is a trial measurement that records its own "
+                  "(llama-3.2-1b on h200-sxm, 1 rank(s)): leave it out")
+
+
+def test_6_the_python_api_refuses_it_too_and_a_default_context_is_answered():
+    from pathlib import Path
+
+    from gpuplan import InputError
+    from gpuplan.calibrate import load_measurements
+    from gpuplan.calibrate.measurement import LogContext
+
+    trial = Path(__file__).parents[1] / TRIAL
+    with pytest.raises(InputError) as refused:
+        load_measurements([trial], LogContext(gpu="a100"))
+    assert refused.value.field == "gpu"
+    assert load_measurements([trial], LogContext())[0].model == "llama-3.2-1b"

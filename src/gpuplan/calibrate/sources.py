@@ -147,6 +147,7 @@ def load_measurements(paths: Iterable[str | Path], context: LogContext | None = 
     found = [load_measurement(p, context, fmt, max_bytes) for p in seen.values()]
     if not found:
         raise InputError("files", "none", "at least one measurement file (gpuplan profile --out) or training log")
+    _check_context_read(context, found)
     first = found[0]
     for m in found[1:]:
         for what in ("device", "gpu", "model"):
@@ -154,3 +155,20 @@ def load_measurements(paths: Iterable[str | Path], context: LogContext | None = 
                 raise InputError("files", m.source, f"measures {what} {getattr(m, what)!r}, but {first.source} "
                                  f"measures {getattr(first, what)!r}; calibrate one model on one GPU type at a time")
     return found
+
+
+def _check_context_read(context: LogContext | None, found: list[Measurement]) -> None:
+    """The flags of a LogContext describe what a training log does not say; a trial measurement records its own model,
+    GPU and layout (measurement_from_trial). Given with trial files alone, they were read by nothing: `calibrate
+    trial.json --model llama-3-8b` (or --gpu a100, --gpus 64 --tp 8) answered byte for byte as without them (wave 21).
+    A flag at its default (LogContext's) is answered as unstated."""
+    from dataclasses import fields
+
+    if context is None or any(m.kind != "trial" for m in found):
+        return
+    default = LogContext()
+    for f in fields(LogContext):
+        if getattr(context, f.name) != getattr(default, f.name):
+            raise InputError(f.name, getattr(context, f.name), f"describes a training log's run, and "
+                             f"{found[0].source} is a trial measurement that records its own ({found[0].model} on "
+                             f"{found[0].gpu or found[0].device}, {found[0].world_size} rank(s)): leave it out")
