@@ -7,6 +7,7 @@ from gpuplan.core.economics import reliability as R
 from gpuplan.core.hardware import Accelerator
 from gpuplan.core.model.spec import ModelSpec
 from gpuplan.errors import InputError
+from gpuplan.jobs.budget import evaluation as EV
 from gpuplan.jobs.budget.model import (
     SCALING_FACTORS,
     Budget,
@@ -49,12 +50,14 @@ def compute_budget(spec: ModelSpec, gpu: Accelerator, *, gpus: float, wall_secon
                    tokens: float, global_batch_tokens: float | None = None, step_seconds: float | None = None,
                    recipe: str = "mixed", zero: int = 1, model_parallel: int = 1,
                    settings: BudgetSettings | None = None, batch_asked: bool = False,
-                   wall_range: tuple[float, float] | None = None, granule: int | None = None) -> Budget:
+                   wall_range: tuple[float, float] | None = None, granule: int | None = None,
+                   forward_share: float | None = None) -> Budget:
     """All budget sections, their assumptions, the cluster-size table and notes for one run
     (``batch_asked``: the user gave the global batch, which ``global_batch_tokens`` then holds;
     ``wall_range``: the failure-free wall-clock's low and high ends, s, carried into the failure range;
     ``granule``: tokens of one sequence on each of the layout's dp x micro-batch slots, the unit a refusal's
-    offered batch is rounded down to, jobs.plan.completes.largest_step_tokens). Completion is tested at the point
+    offered batch is rounded down to, jobs.plan.completes.largest_step_tokens; ``forward_share``: forward / step
+    FLOPs, the in-loop evaluations' cost, jobs.budget.evaluation.step_forward_share). Completion is tested at the point
     (the step the answer prints); a range end that does not complete is printed so (failure_section), not refused."""
     from gpuplan.jobs.plan.completes import check_run_completes
 
@@ -63,6 +66,8 @@ def compute_budget(spec: ModelSpec, gpu: Accelerator, *, gpus: float, wall_secon
     run = run_facts(spec, gpu, gpus=gpus, wall_seconds=wall_seconds, gpu_hours=gpu_hours, tokens=tokens,
                     global_batch_tokens=global_batch_tokens, step_seconds=step_seconds, recipe=recipe, zero=zero,
                     model_parallel=model_parallel)
+    evaluation = EV.in_loop_evaluation(run, s, forward_share)
+    run = EV.with_evaluation(run, evaluation)
     check_run_completes(run, s, batch_asked, granule)  # the search door's test (jobs.plan.completes), one refusal for both
     main = scenario(run, s, run.gpus)
     ranges = failure_ranges(run, s, wall_range)
@@ -70,10 +75,12 @@ def compute_budget(spec: ModelSpec, gpu: Accelerator, *, gpus: float, wall_secon
     # refused the whole answer for the run's own count, which completes)
     scaled = [(f, sc) for f, sc in ((f, scenario(run, s, n)) for f, n in scaled_gpu_counts(run.gpus)) if sc.completes]
     prices = resolve_prices(gpu.id, s)
-    sections = (data_section(run, s), checkpoint_section(run, s, main), failure_section(run, main, ranges, scaled),
-                cost_section(run, main, prices, scaled), contingency_section(run, s, main, prices))
-    return Budget(sections, budget_assumptions(s, global_batch_tokens, batch_asked), (scaling_table(run, scaled, prices),),
-                  budget_notes(run, s, main, prices))
+    evaluated = () if evaluation is None else (EV.evaluation_section(run, evaluation, forward_share is not None),)
+    sections = (data_section(run, s), checkpoint_section(run, s, main), *evaluated,
+                failure_section(run, main, ranges, scaled), cost_section(run, main, prices, scaled),
+                contingency_section(run, s, main, prices))
+    assumptions = budget_assumptions(s, global_batch_tokens, batch_asked) + (EV.evaluation_assumption(s),)
+    return Budget(sections, assumptions, (scaling_table(run, scaled, prices),), budget_notes(run, s, main, prices))
 
 
 def failure_ranges(run, s: BudgetSettings, wall_range: tuple[float, float] | None = None) -> dict:
@@ -89,7 +96,8 @@ def failure_ranges(run, s: BudgetSettings, wall_range: tuple[float, float] | Non
     out = {}
     for key, wall, rate in zip(("low", "high"), ends, R.failure_rate_range(s.failure_rate)):
         scale = wall / run.wall_seconds
-        at = replace(run, wall_seconds=wall, gpu_hours=run.gpu_hours * scale, step_seconds=run.step_seconds * scale)
+        at = replace(run, wall_seconds=wall, gpu_hours=run.gpu_hours * scale, step_seconds=run.step_seconds * scale,
+                     eval_seconds=run.eval_seconds * scale)  # evaluation steps move with the training steps
         out[key] = scenario(at, s, run.gpus, rate=rate)
     return out
 
@@ -108,14 +116,16 @@ def budget_sections(spec: ModelSpec, gpu: Accelerator, *, gpus: float, wall_seco
 def wall_with_failures(spec: ModelSpec, gpu: Accelerator, settings: BudgetSettings, *, gpus: float,
                        work_seconds: float, tokens: float, global_batch_tokens: float | None = None,
                        step_seconds: float | None = None, recipe: str = "mixed", zero: int = 1,
-                       model_parallel: int = 1) -> float:
+                       model_parallel: int = 1, forward_share: float | None = None) -> float:
     """The budget's "expected wall-clock with failures" (on-demand: interruptions, restarts, lost
     work and checkpoint stalls; Daly 2006 via core.economics.reliability) of ``work_seconds`` of
-    failure-free training on ``gpus`` GPUs, s. The deadline rule measures a deadline against it."""
+    failure-free training on ``gpus`` GPUs, the settings' in-loop evaluations added (``forward_share`` as
+    compute_budget's), s. The deadline rule measures a deadline against it."""
     validate_settings(settings)
     run = run_facts(spec, gpu, gpus=gpus, wall_seconds=work_seconds, gpu_hours=work_seconds * gpus / 3600,
                     tokens=tokens, global_batch_tokens=global_batch_tokens, step_seconds=step_seconds,
                     recipe=recipe, zero=zero, model_parallel=model_parallel)
+    run = EV.with_evaluation(run, EV.in_loop_evaluation(run, settings, forward_share))
     try:
         return scenario(run, settings, run.gpus).on_demand.wall_seconds
     except InputError:  # failures faster than a checkpoint period: no run completes on these GPUs

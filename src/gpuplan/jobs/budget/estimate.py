@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 
 from gpuplan.jobs.budget.compute import compute_budget
+from gpuplan.jobs.budget.evaluation import step_forward_share
 from gpuplan.jobs.budget.schema import BudgetInputs
 from gpuplan.jobs.training.schema import TrainingInputs
 from gpuplan.report.model import Line, Report, Section
@@ -35,7 +36,8 @@ def estimate_budget(inputs: TrainingInputs) -> Report:
                             step_seconds=inputs.step_time, recipe=inputs.recipe_name, zero=plan.layout.zero,
                             model_parallel=plan.layout.tp * plan.layout.pp, settings=used.budget_settings(),
                             batch_asked=inputs.global_batch is not None or inputs.global_batch_tokens is not None,
-                            granule=plan.layout.dp * plan.layout.micro_batch * inputs.seq_len)
+                            granule=plan.layout.dp * plan.layout.micro_batch * inputs.seq_len,
+                            forward_share=step_forward_share(spec, inputs, plan.recompute))
     keep = {"Compute", "GPU time"}
     time_sections = tuple(sec for sec in train.sections if sec.title in keep)
     memory = tuple(sec for sec in train.sections if sec.title.startswith(("Layout and memory", "One step by op class",
@@ -67,7 +69,8 @@ def failures_for_deadline(inputs: BudgetInputs, spec, gpu):
         return wall_with_failures(spec, node, settings, gpus=gpus, work_seconds=work_seconds, tokens=inputs.tokens,
                                   global_batch_tokens=float(plan.global_batch * inputs.seq_len),
                                   step_seconds=inputs.step_time, recipe=inputs.recipe_name, zero=plan.layout.zero,
-                                  model_parallel=plan.layout.tp * plan.layout.pp)
+                                  model_parallel=plan.layout.tp * plan.layout.pp,
+                                  forward_share=step_forward_share(spec, inputs, plan.recompute))
 
     return after
 

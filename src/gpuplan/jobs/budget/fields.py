@@ -8,11 +8,12 @@ the train and budget schemas it never uses (~4 ms of its start-up)."""
 
 from typing import Annotated, Any, Literal
 
-from pydantic import field_validator
+from pydantic import field_validator, model_validator
 
 from gpuplan.core.economics import checkpoint as C
 from gpuplan.core.economics import cost as K
 from gpuplan.core.economics import io as IO
+from gpuplan.core.economics.evaluation import DEFAULT_EVAL_ITERS, MAX_EVAL_INTERVAL, MAX_EVAL_ITERS
 from gpuplan.core.economics import reliability as R
 from gpuplan.errors import InputError
 from gpuplan.schema import types as T
@@ -43,6 +44,11 @@ def _token_bytes(value: Any, info) -> int:
 
 
 GBps = T.typed(float, T.number(0, 1e6, low_open=True))
+
+
+def EvalCount(high: int):  # noqa: N802 (a type, as the others here)
+    """A whole number of steps or iterations in [1, ``high``]."""
+    return T.typed(int, T.count(high, low=1, whole=True))
 Interval = T.typed(float | Literal["optimal"], _interval)
 FailuresShare = T.typed(float | Literal["modelled"], _failures_share)
 
@@ -91,6 +97,18 @@ class BudgetFields(JobInputs):
     contingency_tuning: Annotated[V.Share, _f(0.05, "Contingency share for tuning.")]
     contingency_failures: Annotated[FailuresShare, _f("modelled", "'modelled' (the failure model) or a share.")]
     contingency_evaluation: Annotated[V.Share, _f(0.05, "Contingency share for evaluation.")]
+    eval_interval: Annotated[EvalCount(MAX_EVAL_INTERVAL) | None, _f(
+        None, "Optimizer steps between in-loop evaluations, e.g. 1000 (Megatron/NeoX --eval-interval).", "none")]
+    eval_iters: Annotated[EvalCount(MAX_EVAL_ITERS) | None, _f(
+        None, "Forward-only iterations of the global batch per evaluation (needs --eval-interval).",
+        f"{DEFAULT_EVAL_ITERS} with --eval-interval")]
+
+    @model_validator(mode="after")
+    def _eval_iters_need_interval(self):
+        if self.eval_iters is not None and self.eval_interval is None:
+            raise InputError("eval_iters", self.eval_iters, "needs --eval-interval (steps between evaluations): "
+                             "without it no evaluation runs")
+        return self
 
     @field_validator("storage", "checkpoint_storage")
     @classmethod
@@ -140,4 +158,6 @@ class BudgetFields(JobInputs):
             async_checkpoint=self.async_checkpoint, keep_checkpoints=self.keep_checkpoints,
             host_copy=self.host_copy * gb, failure_rate=self.failure_rate, restart_seconds=self.restart,
             provider=self.provider, price=self.price, spot_price=self.spot_price, spot_discount=self.spot_discount,
-            spot_preemptions=self.spot_preemption, contingency=shares)
+            spot_preemptions=self.spot_preemption, contingency=shares, eval_interval=self.eval_interval,
+            eval_iters=self.eval_iters if self.eval_iters is not None or self.eval_interval is None else
+            DEFAULT_EVAL_ITERS)

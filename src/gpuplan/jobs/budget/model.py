@@ -16,6 +16,7 @@ from gpuplan.catalog.storage import storage_spec
 from gpuplan.core.economics import checkpoint as C
 from gpuplan.core.economics import cost as K
 from gpuplan.core.economics import io as IO
+from gpuplan.core.economics.evaluation import MAX_EVAL_INTERVAL, MAX_EVAL_ITERS
 from gpuplan.core.memory import training as M
 from gpuplan.core.economics import reliability as R
 from gpuplan.core.hardware import Accelerator
@@ -69,6 +70,10 @@ class BudgetSettings:
     contingency: tuple[tuple[str, float | None], ...] = field(default=(
         ("restarts", 0.05), ("tuning", 0.05), ("failures", None), ("evaluation", 0.05)))
     """Named shares of compute GPU-hours; None = the failure model's estimate."""
+    eval_interval: int | None = None
+    """Optimizer steps between in-loop evaluations; None = no evaluation (core.economics.evaluation)."""
+    eval_iters: int | None = None
+    """Forward-only iterations of the global batch per evaluation; None with an interval = 100 (Megatron)."""
 
 
 def validate_settings(s: BudgetSettings) -> None:
@@ -92,10 +97,26 @@ def validate_settings(s: BudgetSettings) -> None:
     for name, share in s.contingency:
         if share is not None and not 0 <= share <= 5:
             raise InputError(f"contingency_{name}", share, "must be a fraction between 0 and 5")
+    _check_evaluation(s.eval_interval, s.eval_iters)
     if s.provider is not None:
         from gpuplan.catalog.pricing import resolve_provider
 
         resolve_provider(s.provider)
+
+
+
+
+def _check_evaluation(interval, iters) -> None:
+    """--eval-interval / --eval-iters: whole numbers of steps, iters only with an interval (the Python API's door;
+    the schema's fields refuse the same first)."""
+    for name, value, high, unit in (("eval_interval", interval, MAX_EVAL_INTERVAL, "optimizer steps"),
+                                    ("eval_iters", iters, MAX_EVAL_ITERS, "forward-only iterations")):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int | float) or value != value
+                                  or not 1 <= value <= high or value != int(value)):
+            raise InputError(name, value, f"must be a whole number of {unit} from 1 to {high:,}")
+    if iters is not None and interval is None:
+        raise InputError("eval_iters", iters, "needs --eval-interval (steps between evaluations): without it no "
+                         "evaluation runs")
 
 
 @dataclass(frozen=True)
@@ -182,6 +203,8 @@ class RunFacts:
     recipe: str
     zero: int
     model_parallel: int
+    eval_seconds: float = 0.0
+    """Failure-free wall-clock of the in-loop evaluations on these GPUs (core.economics.evaluation), s."""
 
     @property
     def devices_per_node(self) -> int:
@@ -227,7 +250,7 @@ class Scenario:
 def scenario(run: RunFacts, s: BudgetSettings, gpus: float, rate: float | None = None) -> Scenario:
     """Checkpointing and failures for ``gpus`` GPUs doing the run's work (work scales as 1/GPUs)."""
     nodes = IO.nodes_for(gpus, run.devices_per_node)
-    work = run.wall_seconds * run.gpus / gpus
+    work = (run.wall_seconds + run.eval_seconds) * run.gpus / gpus  # evaluations: forward work, failures hit it too
     writers = C.checkpoint_writers(int(round(gpus)), run.zero, run.model_parallel)
     # the table's recipe, not --grad-dtype / --moment-dtype's: gradients are not saved, and Megatron's distributed
     # checkpoint writes a precision-aware optimizer's bf16 moments as fp32 (distrib_optimizer.py

@@ -247,7 +247,7 @@ def cost_section(run: RunFacts, sc: Scenario, p: Prices, scaled: list[tuple[floa
 
 
 def contingency_section(run: RunFacts, s: BudgetSettings, sc: Scenario, p: Prices) -> Section:
-    run_hours = K.billed_gpu_hours(run.gpus, run.wall_seconds)
+    run_hours = K.billed_gpu_hours(run.gpus, run.wall_seconds + run.eval_seconds)  # in-loop evaluation: its own lines
     modelled = sc.billed_on_demand - run_hours
     parts = K.contingency_lines(run.gpu_hours, s.contingency, modelled)
     spot_parts = K.contingency_lines(run.gpu_hours, s.contingency, sc.billed_spot - run_hours)
@@ -264,7 +264,7 @@ def contingency_section(run: RunFacts, s: BudgetSettings, sc: Scenario, p: Price
              f"{format_gpu_time(total)} GPU-h ({_pct(total / run.gpu_hours)})",
              f"the article's flat {K.ARTICLE_CONTINGENCY:.0%} would be {format_gpu_time(run.gpu_hours * K.ARTICLE_CONTINGENCY)}"),
         Line("budget_gpu_hours", "GPU-hours budget", budget, "GPU-hours", format_gpu_time(budget),
-             "run (failure-free) + contingency lines"),
+             "run (failure-free" + (", in-loop evaluation included" if run.eval_seconds else "") + ") + contingency lines"),
         Line("budget_usd_on_demand", "budget, on-demand", None if p.on_demand is None else budget * p.on_demand, "USD",
              _usd(None if p.on_demand is None else budget * p.on_demand), "GPU-hours budget x on-demand price"),
         Line("budget_usd_spot", "budget, spot", None if p.spot is None else spot_total * p.spot, "USD",

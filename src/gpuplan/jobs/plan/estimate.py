@@ -389,6 +389,7 @@ def _moe_graph_assumption(inputs: PlanInputs) -> tuple[Assumption, ...]:
 def _budget_for(plan: Plan, inputs: PlanInputs, result: PlanSearch, wall_seconds: float, gpu_hours: float):
     """Data loading, checkpoints, failures, cost and contingency for the recommended layout."""
     from gpuplan.jobs.budget.compute import compute_budget
+    from gpuplan.jobs.budget.evaluation import step_forward_share
 
     layout, ev = plan.layout, result.evaluator
     error, _ = prediction_band(inputs.dtype, moe=ev.spec.moe is not None)  # the wall-clock line's band
@@ -398,7 +399,8 @@ def _budget_for(plan: Plan, inputs: PlanInputs, result: PlanSearch, wall_seconds
                           global_batch_tokens=float(plan.global_batch * inputs.seq_len),
                           step_seconds=plan.step_seconds, recipe=inputs.recipe_name, zero=layout.zero,
                           model_parallel=layout.tp * layout.pp, settings=inputs.budget_settings(),
-                          granule=layout.dp * layout.micro_batch * inputs.seq_len)
+                          granule=layout.dp * layout.micro_batch * inputs.seq_len,
+                          forward_share=step_forward_share(ev.spec, inputs, plan.recompute))  # in-loop evaluation
 
 
 __all__ = ["RECOMPUTE_MODES", "chosen_plan", "plan_report"]

@@ -1,0 +1,87 @@
+"""In-loop evaluation: the validation passes a trainer runs every ``eval_interval`` optimizer steps.
+
+Megatron-LM and GPT-NeoX run ``eval_iters`` forward-only iterations of the global batch per evaluation
+(Megatron-LM megatron/training/training.py@d98e8a6 L5096-5200 evaluate(): 'Evaluating on {eval_iters *
+eval_batch_size} samples', forward_backward_func(..., forward_only=True) under torch.no_grad(); GPT-NeoX
+megatron/training.py@ea7aefd L1568-1610: each iteration gradient_accumulation_steps micro-batches, i.e. the
+global batch). Megatron evaluates at every iteration with ``iteration % eval_interval == 0`` (training.py
+L4915) and once more after training (L2077 ``if args.do_valid``), and sizes its validation set for
+``train_iters // eval_interval + 1`` evaluations (L5436): the count used here.
+
+    evaluations          n_e = floor(steps / eval_interval) + 1
+    forward share        f   = forward FLOPs / (forward + backward + recompute FLOPs) of a training step
+                               (core.model.flops.FlopsPerToken.forward / .hardware)
+    seconds per eval     t_e = eval_iters x step seconds x f
+    evaluation wall-clock  T_e = n_e x t_e
+
+The forward share scales the whole step (its exposed communication, pipeline bubble and optimizer with
+it): a forward-only step runs no gradient reduction or optimizer step (so this is the upper side), and
+Megatron's pipeline schedule with forward_only=True (core/pipeline_parallel/schedules.py@d98e8a6 L2147-2375
+forward_backward_pipelining_without_interleaving: stages - rank - 1 warm-up forwards, L2277, then forwards
+only) takes (m + p - 1) forward slots where 1F1B takes (m + p - 1) forward-and-backward ones: its bubble is
+the training bubble's forward share. Units: seconds, steps.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+# Megatron-LM's --eval-iters default (training_config.py@d98e8a6 L115 ValidationConfig.eval_iters = 100;
+# arguments.py@core_r0.8.0 L1472 default=100) and GPT-NeoX's (neox_arguments/neox_args.py@ea7aefd L1344)
+DEFAULT_EVAL_ITERS = 100
+# Megatron-LM's older --eval-interval default (arguments.py@core_r0.8.0 L1475, 1000), GPT-NeoX's
+# (neox_args.py@ea7aefd L1354, 1000); Megatron's current one is None (training_config.py@d98e8a6 L119: no
+# evaluation during training), torchtitan's validation is off by default, HF Trainer's eval_strategy 'no'
+FRAMEWORK_EVAL_INTERVAL = 1000
+MAX_EVAL_INTERVAL = 10**9  # steps: past any run's (Llama 3 405B: ~1M steps)
+MAX_EVAL_ITERS = 10**6  # forward-only iterations per evaluation: 10,000x the default 100
+# The forward share without a FLOPs count of the step: forward = 2 FLOPs, backward = 4 per weight per token
+# (core.model.flops: model FLOPs = 3 x forward), no recompute
+MODEL_FORWARD_SHARE = 1.0 / 3.0
+
+
+@dataclass(frozen=True)
+class InLoopEvaluation:
+    """The evaluations of one run and their failure-free wall-clock on the run's GPUs."""
+
+    steps: int
+    """Optimizer steps of the run: ceil(tokens / global batch tokens)."""
+    interval: int
+    """Optimizer steps between evaluations (--eval-interval)."""
+    iters: int
+    """Forward-only iterations of the global batch per evaluation (--eval-iters)."""
+    forward_share: float
+    """Forward FLOPs / training-step FLOPs (recompute included)."""
+    step_seconds: float
+    """Seconds of one training step."""
+
+    @property
+    def count(self) -> int:
+        """Evaluations over the run: floor(steps / interval) + 1 (Megatron's count, module docstring)."""
+        return evaluations(self.steps, self.interval)
+
+    @property
+    def seconds_each(self) -> float:
+        """Seconds of one evaluation: eval_iters x step seconds x forward share."""
+        return self.iters * self.step_seconds * self.forward_share
+
+    @property
+    def seconds(self) -> float:
+        """Failure-free wall-clock of all evaluations, s."""
+        return self.count * self.seconds_each
+
+
+def evaluations(steps: int, interval: int) -> int:
+    """Evaluations over ``steps`` optimizer steps every ``interval`` steps, the end-of-training one included."""
+    return steps // interval + 1
+
+
+def run_steps(tokens: float, global_batch_tokens: float) -> int:
+    """Optimizer steps of a run: the tokens over the global batch, the last partial batch a step."""
+    return max(1, math.ceil(tokens / global_batch_tokens - 1e-9))
+
+
+def forward_share(forward_flops: float, step_flops: float) -> float:
+    """Forward FLOPs over the FLOPs a training step executes (forward + backward + recompute)."""
+    return forward_flops / step_flops
