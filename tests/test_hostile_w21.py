@@ -1,4 +1,30 @@
-"""Hostile inputs, wave 21 (2026-12-07, helper H1).
+"""Hostile inputs, wave 21 (2026-12-07, helper H1). Probed first (subprocess or in-process, 12-30 s a case) and found
+answered or refused as the house rule asks:
+
+- every TEXT option of train, memory and infer with 0, -1, -0, nan, +-inf, 1e308, 1e-308, a 23-digit int, '', ' ',
+  1.5, 1e-7, 'abc', a full-width digit, 1e3, '2**10', None, true, 0x10, 1_000, 50% / 150% / -5% (2,000+ cases);
+  the same values in every field of the infer / training / memory web bodies beside the CLI (one message, bar flags);
+- 1,000 random train / memory / plan layouts (ZeRO 0-3 x tp x pp x vpp x cp x ep x etp x shard groups at 1-4,096
+  GPUs, odd counts, eight accelerators, every framework), each answer's JSON read for NaN / inf / negative values;
+- --batch-ramp phases (empty, zero, NaN, past --tokens, past the steady batch, 33 phases, 1 sequence on
+  dp 8); plan --gpus lists and ranges; --tokens below one step; --global-batch-tokens not a whole sequence;
+- plan files: BOM, UTF-16, CR / CRLF, NUL, NEL, tabs, multi-document, anchors, merge keys, an alias bomb, python /
+  binary / set / timestamp tags, non-text keys, case-variant / quoted / escaped duplicate keys, 5,000-deep nesting,
+  5,000-digit ints, 9.5 MiB, FIFO, /dev/zero, a directory, a symlink loop; TOML nan / inf / dates / tables / dotted
+  keys / duplicate keys / 1e400 / 4e-400; JSON given as a plan (read as config.json, refused naming model_type);
+- training logs (60 files): duplicate / backward / negative / fractional / huge steps, NaN / inf / subnormal / huge /
+  negative values, units or % in plain columns, ragged / quoted / tab / semicolon CSV, BOM, NUL, 2,000,000 rows, a
+  5 MB line, 200,000 columns, random bytes, JSON tables of wrong types, Trainer states with bad rates;
+- calibration documents: each factor's value / low / high / stderr / status / unit / sources mistyped (900 cases),
+  the reference's fields, schema versions, kinds, 100,000 notes; the web's --calibration-dir with symlinks out of
+  it, to /dev/zero, /etc/passwd, a folder, '..';
+- web: model / draft_model / calibration naming paths, URLs, UNC and '~' (never opened), pasted config.json files
+  with hostile fields and quantization_configs, query parameters doubled / unknown / mis-cased, text/plain, UTF-16
+  and BOM bodies, PUT / OPTIONS / HEAD, '..' in routes;
+- infer engine releases out of range (vllm==0.0.0 / 99.0 / 0.10.1.1 / >= / ~= / .* / rc / post / +local), latency
+  targets that no GPU meets, --rps with --gpus / --tp / --batch; measure --depths at and past the model's layers;
+  profile --sweep-budget, --steps, --seed, --peak-tflops, --lora-rank bounds; validate / report / serve / catalog
+  arguments; options that change nothing (infer x 6 engines and layouts x 45 options, train x 5 frameworks x 45).
 
 Found, each fixed where every door passes (one line naming the field, exit 2):
 
@@ -22,6 +48,12 @@ Found, each fixed where every door passes (one line naming the field, exit 2):
 (6) `calibrate trial.json --model llama-3-8b` (or --gpu a100, --gpus 64 --tp 8, any flag describing a log's run) with
     trial measurements alone: read by nothing, the answer byte for byte as without it, exit 0; a trial records its own
     model, GPU and layout (calibrate/sources._check_context_read, in load_measurements: CLI and Python API).
+
+Found, not fixed here (other areas' files, or a model question): `--batch-ramp 1B:64-64` answered though the linear
+phase's rule says FROM below TO (schema/batch_ramp_field.py checks high < low, D1's); `infer` on a config.json whose
+max_position_embeddings is 1 is refused as 'output_tokens: got 0; ... below the context (1)' (jobs/inference/
+resolve.py, D2's); `infer --engine sglang --max-num-seqs N` changes nothing outside --rps sizing; `measure --gpus`
+past a parameter's rows: FSDP2 pads dim 0 to the world size, the estimate does not (-20% at 65,536, -99.9% at 1e7).
 """
 
 import json
