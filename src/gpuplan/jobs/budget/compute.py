@@ -79,8 +79,8 @@ def compute_budget(spec: ModelSpec, gpu: Accelerator, *, gpus: float, wall_secon
     sections = (data_section(run, s), checkpoint_section(run, s, main), *evaluated,
                 failure_section(run, main, ranges, scaled), cost_section(run, main, prices, scaled),
                 contingency_section(run, s, main, prices))
-    assumptions = budget_assumptions(s, global_batch_tokens, batch_asked) + (EV.evaluation_assumption(s),)
-    return Budget(sections, assumptions, (scaling_table(run, scaled, prices),), budget_notes(run, s, main, prices))
+    return Budget(sections, budget_assumptions(s, global_batch_tokens, batch_asked), (scaling_table(run, scaled, prices),),
+                  budget_notes(run, s, main, prices))
 
 
 def failure_ranges(run, s: BudgetSettings, wall_range: tuple[float, float] | None = None) -> dict:

@@ -37,7 +37,7 @@ def estimate_budget(inputs: TrainingInputs) -> Report:
                             model_parallel=plan.layout.tp * plan.layout.pp, settings=used.budget_settings(),
                             batch_asked=inputs.global_batch is not None or inputs.global_batch_tokens is not None,
                             granule=plan.layout.dp * plan.layout.micro_batch * inputs.seq_len,
-                            forward_share=step_forward_share(spec, inputs, plan.recompute))
+                            forward_share=step_forward_share(spec, inputs, _recompute(plan, inputs)))
     keep = {"Compute", "GPU time"}
     time_sections = tuple(sec for sec in train.sections if sec.title in keep)
     memory = tuple(sec for sec in train.sections if sec.title.startswith(("Layout and memory", "One step by op class",
@@ -70,9 +70,14 @@ def failures_for_deadline(inputs: BudgetInputs, spec, gpu):
                                   global_batch_tokens=float(plan.global_batch * inputs.seq_len),
                                   step_seconds=inputs.step_time, recipe=inputs.recipe_name, zero=plan.layout.zero,
                                   model_parallel=plan.layout.tp * plan.layout.pp,
-                                  forward_share=step_forward_share(spec, inputs, plan.recompute))
+                                  forward_share=step_forward_share(spec, inputs, _recompute(plan, inputs)))
 
     return after
+
+
+def _recompute(plan, inputs) -> str:
+    """The layout's recompute; an article-mode guess (no searched layout) has none: the one asked."""
+    return getattr(plan, "recompute", None) or inputs.recompute_mode
 
 
 # The answer-first view of `gpuplan train`: the article's numbers first (FLOPs, GPU-days, GPUs or

@@ -66,8 +66,8 @@ def evaluation_section(run, ev: E.InLoopEvaluation, share_given: bool) -> Sectio
 
 def evaluation_assumption(settings) -> Assumption:
     """The assumptions-list row: none by default, and how to set it."""
-    if settings.eval_interval is None:
-        value, user = "none (no in-loop evaluation)", False
+    if settings.eval_interval is None:  # --eval-iters alone is refused (jobs.budget.model.validate_settings)
+        value, user = "none (no in-loop evaluation)", settings.eval_iters is not None
     else:
         iters = settings.eval_iters or E.DEFAULT_EVAL_ITERS
         value, user = f"every {settings.eval_interval:,} steps, {iters:,} forward-only iterations", True

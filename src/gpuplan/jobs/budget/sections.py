@@ -15,6 +15,7 @@ from gpuplan.core.economics import reliability as R
 from gpuplan.core.units import (NO_PRICE_TEXT, format_duration, format_gpu_time, format_usd, format_usd_per_gpu_hour,
                                 plural, signed_percent)
 from gpuplan.errors import InputError
+from gpuplan.jobs.budget.evaluation import evaluation_assumption
 from gpuplan.jobs.budget.model import DEFAULT_GLOBAL_BATCH_TOKENS, BudgetSettings, Prices, RunFacts, Scenario
 from gpuplan.report.model import Assumption, Line, Section, Table
 
@@ -312,7 +313,7 @@ def budget_assumptions(settings: BudgetSettings | None = None, global_batch_toke
                        "--global-batch / --seq-len", batch_asked)
     rows = _data_assumptions(s) + _failure_and_money_assumptions(s)
     return (batch,) + tuple(Assumption(f"budget_{key}", label, value, source, flag, bool(user & set(names)))
-                            for key, label, value, source, flag, names in rows)
+                            for key, label, value, source, flag, names in rows) + (evaluation_assumption(s),)
 
 
 def _data_assumptions(s: BudgetSettings) -> list[Row]:
