@@ -1,0 +1,1 @@
+"""A training campaign in stages, each budgeted as `gpuplan budget` budgets it (docs/campaign.md)."""

@@ -1,0 +1,162 @@
+"""A training campaign's document: a ``stages:`` list of budget plans, read and checked before any stage runs.
+
+The document is a mapping (a YAML / TOML plan file, a JSON body, a Python dict). ``stages`` is a list of 1 to
+MAX_STAGES mappings, each of exactly the fields a `gpuplan budget` plan file takes (BudgetInputs: the same schema
+object, its own refusals) plus an optional ``name``. Every other top-level key is a budget field that each stage
+inherits unless it states its own; a top-level ``name`` titles the campaign. A refusal names the stage by its
+position in the list, counted from 0 as JSON and Python count (``stages[2].gpus: got ...``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any
+
+from gpuplan.errors import InputError, closest_names, printable
+
+MAX_STAGES = 32
+"""Stages in one campaign: Llama 3's campaign had four phases (pre-training, two long-context steps, annealing;
+arXiv:2407.21783 Sec. 3.4) and OLMo 3 7B's three; 32 is far past any published one and bounds the work of one ask."""
+MAX_NAME_CHARS = 64
+"""Characters of a stage's (or the campaign's) name: a label for the table row."""
+STAGES_KEY = "stages"
+NAME_KEY = "name"
+Prepare = Callable[[dict[str, Any]], dict[str, Any]]
+"""A face's own reading of a stage's raw fields before the schema sees them (the CLI: paths beside the plan file;
+the web API: catalog models only, never a path)."""
+
+
+@dataclass(frozen=True)
+class CampaignStage:
+    """One stage: ``index`` its position in ``stages`` (from 0), ``name`` its label, ``raw`` the fields it runs on
+    (the campaign's defaults with the stage's own keys over them, as written) and ``inputs`` those fields checked by
+    the budget's schema (BudgetInputs)."""
+
+    index: int
+    name: str
+    raw: Mapping[str, Any]
+    inputs: Any
+
+    @property
+    def label(self) -> str:
+        """How refusals name the stage: ``stages[2]``."""
+        return f"{STAGES_KEY}[{self.index}]"
+
+
+@dataclass(frozen=True)
+class Campaign:
+    """A checked campaign: its title and its stages, run one after another in this order."""
+
+    title: str
+    stages: tuple[CampaignStage, ...]
+    where: str | None = None
+    """The plan file it was read from (None: a body or a mapping), named before every refusal's field."""
+
+
+def read_campaign(document: Any, where: str | None = None, prepare: Prepare | None = None) -> Campaign:
+    """Check ``document`` (module docstring) and every stage by the budget's schema, before anything runs: the first
+    fault is an InputError naming it (``where``: the plan file's name, put before the field as plan-file refusals
+    are). ``prepare``: the face's reading of a stage's raw fields (Prepare)."""
+    from gpuplan.jobs.budget.schema import BudgetInputs
+
+    head = f"{printable(str(where))}: " if where else ""
+    if not isinstance(document, Mapping):
+        raise InputError(where or "campaign", type(document).__name__, "expected a mapping with a `stages:` list")
+    stages = _stage_list(document, head)
+    fields = BudgetInputs.model_fields
+    defaults = {k: v for k, v in document.items() if k not in (STAGES_KEY, NAME_KEY)}
+    _known_keys(defaults, fields, head, (STAGES_KEY, NAME_KEY))
+    BudgetInputs.check_values(defaults, where)  # a default every stage overrides is still a value written
+    defaults = prepare(dict(defaults)) if prepare else defaults
+    title = _name(document.get(NAME_KEY), f"{head}{NAME_KEY}", "")
+    checked: list[CampaignStage] = []
+    for index, stage in enumerate(stages):
+        label = f"{head}{STAGES_KEY}[{index}]"
+        if not isinstance(stage, Mapping):
+            raise InputError(label, _kind(stage), f"expected a mapping of `gpuplan budget` fields (and a `{NAME_KEY}`)")
+        name = _name(stage.get(NAME_KEY), f"{label}.{NAME_KEY}", f"stage {index + 1}")
+        if any(done.name == name for done in checked):
+            raise InputError(f"{label}.{NAME_KEY}", name, "is the name of an earlier stage; give each stage its own")
+        own = {k: v for k, v in stage.items() if k != NAME_KEY}
+        _known_keys(own, fields, f"{label}.", (NAME_KEY,))
+        with _named(label, head):
+            own = prepare(dict(own)) if prepare else own
+            raw = dict(defaults) | own
+            BudgetInputs.check_values(own, where)
+            inputs = BudgetInputs.parse(raw, where)
+        checked.append(CampaignStage(index, name, MappingProxyType(raw), inputs))
+    return Campaign(title, tuple(checked), where)
+
+
+def _stage_list(document: Mapping[str, Any], head: str) -> list[Any]:
+    """The ``stages`` value: a list of 1 to MAX_STAGES entries."""
+    shape = f"a list of 1 to {MAX_STAGES} stages, each a mapping of `gpuplan budget` fields (docs/campaign.md)"
+    if STAGES_KEY not in document:
+        raise InputError(f"{head}{STAGES_KEY}", None, f"is required: {shape}")
+    stages = document[STAGES_KEY]
+    if not isinstance(stages, list | tuple):
+        raise InputError(f"{head}{STAGES_KEY}", _kind(stages), f"must be {shape}")
+    if not stages:
+        raise InputError(f"{head}{STAGES_KEY}", "[]", f"is empty; give {shape}")
+    if len(stages) > MAX_STAGES:
+        raise InputError(f"{head}{STAGES_KEY}", f"{len(stages):,} stages", f"at most {MAX_STAGES}; {shape}")
+    return list(stages)
+
+
+def _known_keys(raw: Mapping[str, Any], fields: Mapping[str, Any], head: str, extra: tuple[str, ...]) -> None:
+    """Every key a budget field (or one of ``extra``) and none null: else refused naming it (``head``: its place)."""
+    for key, value in raw.items():
+        if not isinstance(key, str) or key not in fields:
+            near = closest_names(str(key), (*extra, *fields))
+            hint = f"did you mean {', '.join(near)}? " if near else ""
+            raise InputError(f"{head}{key}", value, f"unknown field; {hint}a campaign takes {', '.join(extra)} and "
+                             "the fields of `gpuplan budget` (docs/cli.md)")
+        if value is None:
+            raise InputError(f"{head}{key}", "null", "give a value, or leave the key out for the default")
+
+
+def _name(value: Any, field: str, default: str) -> str:
+    """A stage's (or the campaign's) name: text of 1 to MAX_NAME_CHARS printable characters; ``default`` if absent."""
+    if value is None:
+        return default
+    if not isinstance(value, str) or not value.strip() or len(value) > MAX_NAME_CHARS or not value.isprintable():
+        raise InputError(field, value if isinstance(value, str) else _kind(value),
+                         f"must be text of 1 to {MAX_NAME_CHARS} printable characters")
+    return value.strip()
+
+
+def _kind(value: Any) -> str:
+    """A refused value's type as a message names it (a mapping or list is not quoted whole)."""
+    if isinstance(value, Mapping):
+        return "a mapping"
+    if isinstance(value, list | tuple):
+        return f"a list of {len(value)}"
+    return value if isinstance(value, str | int | float | bool) else type(value).__name__
+
+
+class _named:
+    """Re-label any InputError raised inside as the stage's: ``head`` (the file) then ``stages[i].`` before the
+    field the schema named, once (a field already inside the stage is left as it is)."""
+
+    def __init__(self, label: str, head: str) -> None:
+        self.label, self.head = label, head
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: Any, exc: Any, trace: Any) -> bool:
+        if isinstance(exc, InputError):
+            raise in_stage(exc, self.label, self.head) from None
+        return False
+
+
+def in_stage(exc: InputError, label: str, head: str = "") -> InputError:
+    """``exc`` naming its field inside the stage ``label`` (``head``: the file's name and ': ', or '')."""
+    field = exc.field
+    if field.startswith(label):
+        return exc
+    if head and field.startswith(head):
+        field = field[len(head):]
+    return exc.retold(f"{label}.{field}", exc.value, exc.expected)
