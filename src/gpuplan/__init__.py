@@ -21,6 +21,7 @@ _LAZY = {
     "estimate_training": "gpuplan.jobs.training.estimate",
     "BudgetInputs": "gpuplan.jobs.budget.schema",
     "estimate_budget": "gpuplan.jobs.budget.estimate",
+    "estimate_campaign": "gpuplan.jobs.campaign.estimate",
     "MemoryInputs": "gpuplan.jobs.memory.schema",
     "estimate_memory": "gpuplan.jobs.memory.estimate",
     "PlanInputs": "gpuplan.jobs.plan.schema",

@@ -21,6 +21,7 @@ from gpuplan.errors import InputError
 COMMANDS = {
     "train": "The training budget in one view: compute, GPUs or time, memory, data, checkpoints, failures, cost.",
     "budget": "The same training budget, headed by its cost lines.",
+    "campaign": "A training campaign in stages: each stage's budget, and the totals (GPU-hours, cost, calendar time).",
     "memory": "Per-GPU training memory of a layout, a verdict per GPU type, and what would make it fit.",
     "plan": "Search every parallel layout on the GPUs given; rank, explain, Pareto front.",
     "infer": "Serving memory, capacity, latency, throughput and cost; the GPUs that serve a load.",
@@ -106,7 +107,7 @@ def repeated_option(argv: list[str]) -> tuple[str, str] | None:
 
 INTERRUPTED = 128 + 2  # SIGINT is 2 on every POSIX system (signal(7)); signal is not imported for it
 """Exit status of a run stopped by Ctrl-C (KeyboardInterrupt): 130, what a shell reports for SIGINT."""
-ANSWER_COMMANDS = frozenset({"train", "budget", "memory", "plan", "infer", "catalog"})
+ANSWER_COMMANDS = frozenset({"train", "budget", "campaign", "memory", "plan", "infer", "catalog"})
 """Commands that compute an answer, print it and are done: run as the process's entry, they end it
 without the interpreter's teardown (_end_process)."""
 

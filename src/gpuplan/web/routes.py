@@ -110,7 +110,25 @@ def api_router() -> APIRouter:
 
     for job in JOBS.values():
         _add_job(router, job)
+    _add_campaign(router)
     return router
+
+
+def _add_campaign(router: APIRouter) -> None:
+    """POST /api/campaign: a `gpuplan campaign` document as one JSON object (docs/campaign.md)."""
+
+    async def estimate_campaign(request: Request, body: Annotated[dict[str, Any], Body()],
+                                lang: Lang = "en") -> JSONResponse:
+        from gpuplan.web import campaign
+
+        raw, app, folder = request.state.body, request.app, request.app.state.calibration_dir
+        return JSONResponse(await guarded(app, campaign.answer, raw, lang, folder, job="budget"))
+
+    router.add_api_route("/campaign", estimate_campaign, methods=["POST"], responses=ERRORS,
+                         summary="A training campaign in stages (gpuplan campaign)",
+                         description="The `gpuplan campaign` plan file as one JSON object: `stages`, a list of 1 to "
+                                     "32 objects of `POST /api/budget` fields (and an optional `name`); other keys "
+                                     "are defaults every stage inherits. Each stage's budget report and the totals.")
 
 
 def _available(job: Job) -> bool:
