@@ -33,8 +33,8 @@ Found, each fixed where every door passes (one line naming the field, exit 2):
     '0,248' samples/s as 248, torchtitan's 'tps: 7,0,0,0' as 7,000 (adapters/training_logs._num: commas only in
     groups of three after a non-zero digit, as Python's ',' format prints them);
 (2) `profile --parallelism ddp` (or fsdp2) in one process (no torchrun) trained unsharded and wrote 'parallelism:
-    none', exit 0; with --sweep every run was 'skipped' for it, 'runs measured 0 of 4', exit 0, its folder made
-    (profile/trial.check_parallelism, from the command before a sweep's folder and from run_trial);
+    none', exit 0; --sweep ran its runs so, 200 s on the CPU (profile/trial.check_parallelism, from the command before
+    a sweep's folder and from run_trial: a check in run_trial alone left a sweep of 4 skipped runs, exit 0);
 (3) a calibration file's uncertainty was taken as read: a ratio's band '-5x - 1e+300x', a memory overhead's band
     inverted over 300 digits of TiB, a negative stderr, a value outside its own band, printed by `memory --full`
     (calibrate.model._check_band: stderr >= 0, low <= value <= high within the value's own bound, both ends or
@@ -124,7 +124,8 @@ def test_2_parallelism_in_one_process_is_refused(run_cli, tmp_path, monkeypatch,
 
 
 def test_2_a_sweep_with_parallelism_in_one_process_makes_no_folder(run_cli, tmp_path, monkeypatch):
-    """Before: 'runs measured 0 of 4', each run skipped naming parallelism, exit 0, the folder made."""
+    """Before: the sweep ran its runs unsharded (this case timed out at the suite's box); a refusal in run_trial
+    alone would skip each run ('runs measured 0 of 4', exit 0) and make the folder."""
     monkeypatch.delenv("WORLD_SIZE", raising=False)
     folder = tmp_path / "sweep"
     field_refusal(run_cli("profile", "--model", "pythia-70m", "--sweep", "--parallelism", "ddp", "--out", str(folder)),
