@@ -124,7 +124,7 @@ def test_2_parallelism_in_one_process_is_refused(run_cli, tmp_path, monkeypatch,
 
 
 def test_2_a_sweep_with_parallelism_in_one_process_makes_no_folder(run_cli, tmp_path, monkeypatch):
-    """Before: the sweep ran its runs unsharded (this case timed out at the suite's box); a refusal in run_trial
+    """Before: the sweep ran its runs unsharded, exit 0 (failed here on the parent); a refusal in run_trial
     alone would skip each run ('runs measured 0 of 4', exit 0) and make the folder."""
     monkeypatch.delenv("WORLD_SIZE", raising=False)
     folder = tmp_path / "sweep"
