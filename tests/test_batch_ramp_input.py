@@ -110,7 +110,7 @@ TRAIN = {"model": "llama-3-8b", "gpu": "h100", "gpus": 64, "mfu": "predicted", "
     ("100B:512", "each phase's batch must be below the steady batch (512 sequences"),
     ("600B:128,500B:256", "the phases' tokens (1.1e+12) must be fewer than --tokens"),
     ("100B", "TOKENS:BATCH phases separated by commas"),
-    ("100B:256-128", "a linear phase grows its batch")])
+    ("100B:256-128", "a linear phase does not shrink its batch")])
 def test_bad_ramps_are_refused_in_one_line_at_every_door(run_cli, client, tmp_path, job, route, ramp, fragment):
     ask = {k: v for k, v in TRAIN.items() if not (job == "plan" and k == "mfu")}
     four_door_refusal(run_cli, client, tmp_path, job, route, {**ask, "batch_ramp": ramp}, "batch_ramp", fragment)

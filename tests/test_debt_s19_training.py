@@ -161,3 +161,12 @@ def test_gpu_counts_and_the_etp_rule_read_one_list(run_cli):
                   "for every count given)")
     code, _, err = run_cli(*ask, "--gpus", "24,32")
     assert code == 0, err
+
+
+
+def test_a_linear_phases_rule_reads_as_it_is_checked(run_cli):
+    """H1 wave 21's found list: the refusal said 'FROM below TO' while '1B:64-64' is answered (as 1B:64, wave 18's
+    choice: tests/test_hostile_w18.py test_1); the rule now reads 'FROM at most TO'."""
+    code, out, err = run_cli("train", "--batch-ramp", "1B:128-64", "--mfu", "predicted", "--global-batch", "512")
+    assert code == 2 and err.count("\n") == 1
+    assert "batch_ramp: got '1B:128-64'; a linear phase does not shrink its batch: FROM-TO with FROM at most TO" in err

@@ -83,7 +83,7 @@ def test_1_a_linear_phase_that_shrinks_stays_refused(run_cli, client, tmp_path, 
     """Inside one phase FROM-TO is a ramp up (Megatron-LM's --rampup-batch-size grows the batch); '1B:512-64' is
     refused at every door."""
     four_door_refusal(run_cli, client, tmp_path, job, route, {**RAMPED, "batch_ramp": "1B:512-64"}, "batch_ramp",
-                      "a linear phase grows its batch: FROM-TO with FROM below TO")
+                      "a linear phase does not shrink its batch: FROM-TO with FROM at most TO")
 
 
 def test_1_a_repeated_phase_is_the_one_phase_twice_as_long(run_cli):
@@ -157,7 +157,7 @@ def test_4_a_huge_phase_is_echoed_as_its_number(client):
 
 @pytest.mark.parametrize("phase, words", [((float("nan"), 64, 64), "each phase's tokens a positive count"),
                                            ((1e9, float("nan"), float("nan")), "each phase's batch a positive count"),
-                                           ((1e9, 128, 64), "a linear phase grows its batch"),
+                                           ((1e9, 128, 64), "a linear phase does not shrink its batch"),
                                            ((1e9, 64.5, 64.5), "a batch in sequences is a whole number")])
 def test_4_a_hand_built_phase_is_checked_as_a_typed_one(phase, words):
     """The Python API took RampPhase objects as they were: RampPhase(nan, 64, 64) passed, and estimate_training then
@@ -177,7 +177,7 @@ def test_4_a_hand_built_phase_is_quoted_as_its_text():
 
     with pytest.raises(InputError) as refused:
         TrainingInputs(**RAMPED, batch_ramp=[RampPhase(1e9, 128, 64)])
-    assert "got '1B:128-64'; a linear phase grows its batch" in str(refused.value)
+    assert "got '1B:128-64'; a linear phase does not shrink its batch" in str(refused.value)
 
 
 def test_4_a_phase_of_numpy_numbers_is_read_as_its_floats():
