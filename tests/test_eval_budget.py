@@ -147,3 +147,17 @@ def test_inputs_refuse_iters_without_interval():
     with pytest.raises(InputError) as caught:
         BudgetInputs(model="llama-3.1-8b", tokens="1T", gpus=64, eval_iters=20)
     assert caught.value.field == "eval_iters"
+
+
+def test_section_translated_to_chinese():
+    import re
+
+    from gpuplan.jobs import JOBS
+    from gpuplan.report import i18n
+
+    job = JOBS["budget"]
+    zh = i18n.translate_report(job.run(job.schema.parse({"eval_interval": 1000})), "zh")
+    section = next(s for s in zh.sections if any(line.key == "eval_count" for line in s.lines))
+    labels = [section.title] + [line.label for line in section.lines]
+    labels += [a.label for a in zh.assumptions if a.key == "budget_eval"]
+    assert len(labels) == 8 and all(re.search(r"[\u4e00-\u9fff]", label) for label in labels), labels
