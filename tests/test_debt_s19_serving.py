@@ -142,3 +142,23 @@ def test_v1_since_is_the_first_v1_row():
     from gpuplan.core.serving.releases import VLLM_RULES, VLLM_V1_SINCE
 
     assert next(rules.since for rules in VLLM_RULES if rules.v1) == VLLM_V1_SINCE == (0, 8, 0)
+
+
+
+def test_a_config_with_one_position_is_refused_naming_the_field(run_cli, tmp_path):
+    """H1 wave 21's found list: a config.json with max_position_embeddings 1 was answered by `infer` with 'output_tokens:
+    got 0; must be at least 1 and below the context (1)', a field the user never gave; a model needs a prompt token
+    and one generated, so the config's field is refused (adapters/hf_config.py: minimum 2)."""
+    import json
+    from pathlib import Path
+
+    import gpuplan
+
+    entry = json.loads((Path(gpuplan.__file__).parent / "catalog" / "models" / "olmo-3-7b.json").read_text())
+    config = dict(entry["config"], max_position_embeddings=1)
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    for command in ("infer", "memory"):
+        code, out, err = run_cli(command, str(path), "--gpu", "h100")
+        assert code == 2 and err.count("\n") == 1
+        assert "max_position_embeddings: got 1; must be a whole number >= 2" in err and "output_tokens" not in err

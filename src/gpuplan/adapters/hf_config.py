@@ -358,8 +358,8 @@ def _model_spec(config: dict[str, Any], name: str, source: str, override: str | 
         attention=attention, mlp=mlp, moe=moe, moe_layers=moe_mask,
         tie_embeddings=traits.tie_default if tie is None else bool(tie),
         learned_positions=_learned_positions(cfg, model_type),
-        max_position_embeddings=int_field(cfg, "max_position_embeddings", "n_positions",
-                                           "seq_length", default=2048),
+        max_position_embeddings=int_field(cfg, "max_position_embeddings", "n_positions",  # >= 2: a prompt token
+                                           "seq_length", default=2048, minimum=2),  # and one generated (H1 w21)
         norm=traits.norm, norm_bias=traits.norm_bias,  # type: ignore[arg-type]
         norms_per_layer=norms_per_layer,
         parallel_residual=traits.parallel_residual or bool(cfg.get("use_parallel_residual")),
