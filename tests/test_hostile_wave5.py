@@ -210,8 +210,8 @@ def test_profile_out_must_be_json(run_cli, victim):
 # and "Missing argument 'PLAN'." (no usage).
 
 @pytest.mark.parametrize(("args", "line"), [
-    (("nope",), "error: command: got 'nope'; `gpuplan` has train, budget, memory, plan, infer, measure, profile, "
-                "calibrate, validate, catalog, report, serve\n"),
+    (("nope",), "error: command: got 'nope'; `gpuplan` has train, budget, campaign, memory, plan, infer, measure, "
+                "profile, calibrate, validate, catalog, report, serve\n"),
     (("trian",), "error: command: got 'trian'; did you mean train? `gpuplan` has train, budget,"),
     (("catalog", "model"), "error: command: got 'model'; did you mean models? `gpuplan catalog` has gpus, models\n"),
     (("memory", "a", "b", "c"), "error: arguments: got 'b c'; not expected; usage: gpuplan memory [OPTIONS] [TARGET]\n"),

@@ -37,6 +37,10 @@ ESTIMATES: dict[str, list[int]] = {}  # job -> [estimates computed, answered fro
 MEMOISED = {name: job.estimate_path.split(":") for name, job in JOBS.items()}
 """The estimate functions the web service calls, by job: (module, attribute) of gpuplan.jobs.JOBS' estimate_path
 (web/service._report imports plan_report, JOBS' plan estimate, from its module at call time)."""
+MEMOISED["campaign"] = ["gpuplan.jobs.campaign.estimate", "stage_report"]
+"""POST /api/campaign, the one POST route that is not a job: each stage's budget (jobs/campaign/estimate.py stage_report,
+looked up at call time by estimate_campaign), counted under 'campaign' (a stage holds its raw fields as a read-only
+mapping, unhashable: computed every time)."""
 
 
 def _memo(job: str, estimate):

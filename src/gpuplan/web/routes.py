@@ -114,10 +114,16 @@ def api_router() -> APIRouter:
     return router
 
 
+CAMPAIGN_EXAMPLE = {"model": "llama-3.1-8b", "gpu": "h100", "mfu": 0.4, "stages": [
+    {"name": "8K", "tokens": "1T", "gpus": 256, "seq_len": 8192},
+    {"name": "32K", "tokens": "20B", "gpus": 64, "seq_len": 32768}]}
+"""The example body of POST /api/campaign (OpenAPI): a pre-training stage and a context extension (docs/campaign.md)."""
+
+
 def _add_campaign(router: APIRouter) -> None:
     """POST /api/campaign: a `gpuplan campaign` document as one JSON object (docs/campaign.md)."""
 
-    async def estimate_campaign(request: Request, body: Annotated[dict[str, Any], Body()],
+    async def estimate_campaign(request: Request, body: Annotated[dict[str, Any], Body(examples=[CAMPAIGN_EXAMPLE])],
                                 lang: Lang = "en") -> JSONResponse:
         from gpuplan.web import campaign
 
