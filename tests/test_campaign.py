@@ -227,3 +227,28 @@ def test_web_api_never_opens_a_named_path(api, monkeypatch):
     monkeypatch.setattr(builtins, "open", lambda f, *a, **k: opened.append(str(f)) or real(f, *a, **k))
     api.post("/api/campaign", json={"stages": [{"model": "/etc/hostname", "tokens": "1T"}]})
     assert not any("/etc/" in name for name in opened)
+
+
+def test_web_campaign_stops_before_a_stage_once_answered_for_time():
+    import threading
+
+    from gpuplan.web import campaign
+    from gpuplan.web.limits import Stopped
+
+    stop = threading.Event()
+    stop.set()
+    body = dict(SMALL, name="stopped before its first stage")  # not a kept answer of another test
+    with pytest.raises(Stopped, match=r"before stages\[0\]"):
+        campaign.answer(body, "en", None, stop)
+
+
+def test_web_api_in_chinese_keeps_the_numbers(api, small):
+    data = api.post("/api/campaign?lang=zh", json=SMALL).json()
+    assert data["lang"] == "zh" and data["totals"] == pytest.approx(small.totals.to_dict(), rel=REL)
+
+
+def test_full_markdown_heads_each_stage(run_cli):
+    code, out, err = run_cli("campaign", str(EXAMPLE), "--full", "--format", "markdown")
+    assert code == 0, err
+    assert [line for line in out.splitlines() if line.startswith("## stages[")] == [
+        "## stages[0]: pretraining", "## stages[1]: midtraining", "## stages[2]: long-context"]

@@ -49,8 +49,9 @@ def write(answer, fmt: str, as_json: bool, full: bool) -> None:
         sys.stdout.write(json.dumps(answer.to_dict(), indent=2, default=_json_default, allow_nan=False) + "\n")
         return
     if full:
+        head = {"markdown": "## {}: {}\n\n", "csv": "# {}: {}\n"}.get(fmt, "== {}: {}\n")
         for stage in answer.stages:
-            sys.stdout.write(f"== {stage.stage.label}: {stage.stage.name}\n")
+            sys.stdout.write(head.format(stage.stage.label, stage.stage.name))
             emit(stage.report, fmt, False, True)
             sys.stdout.write("\n")
     from gpuplan.jobs.campaign.report import campaign_report

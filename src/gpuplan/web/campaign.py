@@ -14,8 +14,8 @@ from gpuplan.web import service
 def answer(body: dict[str, Any], lang: str = "en", calibration_dir: str | None = None,
            stop: threading.Event | None = None) -> dict[str, Any]:
     """The campaign's answer for a request body: ``CampaignAnswer.to_dict()`` (each stage's budget report in ``lang``)
-    with the campaign's own report (its table and totals) under ``report``. ``stop`` is not read: each stage is one
-    budget, whose estimate takes no stop (web/service._report)."""
+    with the campaign's own report (its table and totals) under ``report``. ``stop``: set once the request has been
+    answered (web/limits.guarded); the campaign then stops before its next stage."""
     service.preload()
     from gpuplan.jobs.campaign.estimate import estimate_campaign
     from gpuplan.jobs.campaign.report import campaign_report
@@ -26,7 +26,13 @@ def answer(body: dict[str, Any], lang: str = "en", calibration_dir: str | None =
     kept = service.cached(key)
     if kept is not None:
         return kept
-    result = estimate_campaign(body, None, lambda raw: stage_fields(raw, calibration_dir))
+    def before_stage(stage) -> None:  # the request was answered 503 for time: no further stage is run
+        if stop is not None and stop.is_set():
+            from gpuplan.web.limits import Stopped
+
+            raise Stopped(f"campaign stopped before {stage.label}: its request was answered already")
+
+    result = estimate_campaign(body, None, lambda raw: stage_fields(raw, calibration_dir), before_stage)
     out = result.to_dict()
     for stage, data in zip(result.stages, out["stages"]):
         data["budget"] = translate_report(stage.report, lang).to_dict()

@@ -7,7 +7,7 @@ run one after another, each on its own cluster (docs/campaign.md): the calendar 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
@@ -124,15 +124,21 @@ class CampaignAnswer:
 
 
 def estimate_campaign(campaign: Campaign | Mapping[str, Any], where: str | None = None,
-                      prepare: Prepare | None = None) -> CampaignAnswer:
+                      prepare: Prepare | None = None,
+                      before_stage: Callable[[CampaignStage], None] | None = None) -> CampaignAnswer:
     """The campaign's answer: every stage checked first (read_campaign; ``where``, ``prepare`` as there), then each
     stage's `gpuplan budget` report, then the totals. A stage's refusal while it runs names the stage
-    (``stages[1].gpus: ...``); nothing is answered unless every stage is."""
+    (``stages[1].gpus: ...``); nothing is answered unless every stage is. ``before_stage``: called before each stage
+    runs (the web API stops there once its request has been answered for time)."""
     if not isinstance(campaign, Campaign):
         campaign = read_campaign(campaign, where, prepare)
     head = f"{campaign.where}: " if campaign.where else ""
-    answers = tuple(StageAnswer(stage, stage_report(stage, head)) for stage in campaign.stages)
-    return CampaignAnswer(campaign.title, answers, CampaignTotals.of(answers), campaign.where)
+    answers = []
+    for stage in campaign.stages:
+        if before_stage is not None:
+            before_stage(stage)
+        answers.append(StageAnswer(stage, stage_report(stage, head)))
+    return CampaignAnswer(campaign.title, tuple(answers), CampaignTotals.of(tuple(answers)), campaign.where)
 
 
 def stage_report(stage: CampaignStage, head: str = "") -> Report:
