@@ -170,3 +170,16 @@ def test_a_linear_phases_rule_reads_as_it_is_checked(run_cli):
     code, out, err = run_cli("train", "--batch-ramp", "1B:128-64", "--mfu", "predicted", "--global-batch", "512")
     assert code == 2 and err.count("\n") == 1
     assert "batch_ramp: got '1B:128-64'; a linear phase does not shrink its batch: FROM-TO with FROM at most TO" in err
+
+
+def test_a_fitted_band_is_clipped_to_the_bound_its_loader_reads():
+    """Review s19 N6: calibrate.fit wrote value + 2 stderr unclipped while calibrate.model._check_band refuses a high
+    end above the value's bound (1e3 for a ratio): a fit of 900 +- 100 (high 1,100) wrote a file its own loader
+    refused. The band is clipped at the bound as the ratio's low end is at 0."""
+    from gpuplan.calibrate import fit as F
+    from gpuplan.calibrate.model import MAX_RATIO, _check_band
+
+    solution = F._Solution(values={"k": 900.0}, stderr={"k": 100.0}, n=3)
+    factor = F._factor("compute", solution, "k", ("t",))
+    assert (factor.low, factor.high) == (700.0, MAX_RATIO)
+    _check_band(factor, "compute")  # reads back

@@ -28,6 +28,8 @@ from gpuplan.calibrate import predict as P
 from gpuplan.calibrate.classes import ClassRow, fit_classes, predicted_with
 from gpuplan.calibrate.measurement import Measurement
 from gpuplan.calibrate.model import (
+    MAX_OVERHEAD_BYTES,
+    MAX_RATIO,
     Calibration,
     Factor,
     MeasurementFit,
@@ -95,8 +97,8 @@ def _factor(name: str, solution: _Solution, key: str, sources: tuple[str, ...], 
     low = high = None
     if err is not None:
         low, high = value - 2 * err, value + 2 * err
-        if base.unit == "x":
-            low = max(low, 0.0)
+        bound = MAX_RATIO if base.unit == "x" else MAX_OVERHEAD_BYTES  # the band model._check_band reads back
+        low, high = max(low, 0.0 if base.unit == "x" else -bound), min(high, bound)
     if err is None:
         note = (note + "; " if note else "") + (
             f"{solution.n} measurement(s) for as many factors: exact fit, uncertainty unknown")
