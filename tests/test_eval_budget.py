@@ -161,3 +161,17 @@ def test_section_translated_to_chinese():
     labels = [section.title] + [line.label for line in section.lines]
     labels += [a.label for a in zh.assumptions if a.key == "budget_eval"]
     assert len(labels) == 8 and all(re.search(r"[\u4e00-\u9fff]", label) for label in labels), labels
+
+
+def test_plan_deadline_weighs_evaluations(run_cli):
+    # the search's failure shares carry 1 + evaluations x iters x forward share / steps (jobs.budget.evaluation.
+    # work_factors): the chosen layout's own budget meets the 30 days with them (before: 104 GPUs, 37.0 days)
+    args = ("plan", "llama-3.1-8b", "--tokens", "1T", "--days", "30", "--json")
+    plain = json.loads(run_cli(*args)[1])["results"]
+    code, out, err = run_cli(*args, "--eval-interval", "100", "--eval-iters", "100")
+    assert code == 0, err
+    r = json.loads(out)["results"]
+    assert r["fail_wall_seconds"] <= 30 * 86400 and r["best_gpus"] > plain["best_gpus"]
+    steps = r["eval_steps"]  # 238,419: 2,385 evaluations x 100 x 1/3 / steps = +33.3% work, the step cancelling
+    assert r["eval_wall_seconds"] / (r["fail_wall_seconds"] * r["fail_goodput"] - r["eval_wall_seconds"]) == \
+        pytest.approx((steps // 100 + 1) * 100 * r["eval_forward_share"] / steps, rel=1e-6)

@@ -27,6 +27,24 @@ def step_forward_share(spec, inputs, recompute: str) -> float:
     return E.forward_share(per_token.forward, per_token.hardware)
 
 
+def work_factors(inputs, spec, table, settings):
+    """(failure-free work + evaluations) / failure-free work of each row of a layout table (its recompute, an index
+    of planner.space.RECOMPUTE_MODES, and its global batch): 1 + evaluations x eval_iters x forward share / steps,
+    the step time cancelling (each evaluation iteration is a step's forward share); 1.0 without --eval-interval.
+    The layout search's failure shares (jobs.plan.completes.completing_rows) take it, so `plan --days` and
+    `train --days` weigh the evaluations as the chosen layout's budget prints them."""
+    if settings.eval_interval is None:
+        return 1.0
+    import numpy as np
+
+    from gpuplan.planner.space import RECOMPUTE_MODES
+
+    share = np.array([step_forward_share(spec, inputs, mode) for mode in RECOMPUTE_MODES])[table["recompute"]]
+    steps = np.maximum(1.0, np.ceil(inputs.tokens / (table["global_batch"].astype(float) * inputs.seq_len) - 1e-9))
+    count = np.floor_divide(steps, settings.eval_interval) + 1  # E.evaluations over arrays
+    return 1.0 + count * (settings.eval_iters or E.DEFAULT_EVAL_ITERS) * share / steps
+
+
 def in_loop_evaluation(run, settings, forward_share: float | None) -> E.InLoopEvaluation | None:
     """The run's evaluations (None without --eval-interval). ``forward_share``: the step's, from its FLOPs count
     (step_forward_share); None: MODEL_FORWARD_SHARE."""

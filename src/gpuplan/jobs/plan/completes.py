@@ -48,15 +48,18 @@ def completing_rows(inputs, evaluator, fitting) -> Completing:
     group = gpus * 2**32 + np.maximum(writers, 1)
     order = np.argsort(group, kind="stable")  # not np.unique: it imports numpy.ma (tests/test_startup.py)
     starts, stops = run_bounds(group[order])  # the groups, in ascending order
+    from gpuplan.jobs.budget.evaluation import work_factors
+
     settings = inputs.budget_settings()
     plans = [_group_plans(inputs, evaluator, settings, fitting, int(first)) for first in order[starts]]
     which = np.empty(len(fitting), np.int64)
     which[order] = np.repeat(np.arange(len(starts)), stops - starts)
     steps, done, shares = fitting["step_seconds"], np.ones(len(fitting), bool), []
+    evaluations = work_factors(inputs, evaluator.spec, fitting, settings)  # in-loop evaluation: more work to run
     for k in range(6):  # on-demand and spot at the point rate, then at the low and the high end of its range
         share, finishes = _wall_shares(*_plan_columns(plans, which, k), steps)
         done &= finishes
-        shares.append(share)
+        shares.append(share * evaluations)
     kept = np.flatnonzero(done)
     if not len(kept):
         tokens_per_step = fitting["global_batch"].astype(float) * inputs.seq_len
