@@ -219,12 +219,21 @@ def test_web_api_body_is_read_strictly(api):
         assert response.status_code == 422, raw
 
 
-def test_web_api_never_opens_a_named_path(api, monkeypatch):
+def _watch_opens(monkeypatch) -> list:
+    """Every path opened through builtins.open or os.open (the plan-file and config readers' call, adapters/files.py)
+    while the test runs."""
     import builtins
+    import os
 
-    opened = []
-    real = builtins.open
-    monkeypatch.setattr(builtins, "open", lambda f, *a, **k: opened.append(str(f)) or real(f, *a, **k))
+    opened: list = []
+    real_open, real_os_open = builtins.open, os.open
+    monkeypatch.setattr(builtins, "open", lambda f, *a, **k: opened.append(str(f)) or real_open(f, *a, **k))
+    monkeypatch.setattr(os, "open", lambda f, *a, **k: opened.append(str(f)) or real_os_open(f, *a, **k))
+    return opened
+
+
+def test_web_api_never_opens_a_named_path(api, monkeypatch):
+    opened = _watch_opens(monkeypatch)
     api.post("/api/campaign", json={"stages": [{"model": "/etc/hostname", "tokens": "1T"}]})
     assert not any("/etc/" in name for name in opened)
 
@@ -252,3 +261,21 @@ def test_full_markdown_heads_each_stage(run_cli):
     assert code == 0, err
     assert [line for line in out.splitlines() if line.startswith("## stages[")] == [
         "## stages[0]: pretraining", "## stages[1]: midtraining", "## stages[2]: long-context"]
+
+
+def test_a_stage_s_own_model_replaces_the_inherited_parameter_count():
+    from gpuplan import estimate_campaign
+
+    answer = estimate_campaign({"params": "7B", "gpu": "h100", "mfu": 0.4, "tokens": "10B", "gpus": 8,
+                                "stages": [{}, {"model": "llama-3.1-8b"}]})
+    first, second = (s.stage for s in answer.stages)
+    assert first.raw["params"] == "7B" and "model" not in first.raw
+    assert second.raw.get("model") == "llama-3.1-8b" and "params" not in second.raw
+    assert answer.stages[1].report.value("params_total") == answer.stages[1].report.value("params_active") > 7.5e9
+
+
+def test_web_api_refuses_a_path_model_among_the_defaults(api, monkeypatch):
+    opened = _watch_opens(monkeypatch)
+    response = api.post("/api/campaign", json={"model": "/etc/hostname", "stages": [{"tokens": "1T"}]})
+    assert response.status_code == 422 and response.json()["field"] == "model"
+    assert not any("/etc/" in name for name in opened)

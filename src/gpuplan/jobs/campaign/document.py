@@ -68,8 +68,8 @@ def read_campaign(document: Any, where: str | None = None, prepare: Prepare | No
     fields = BudgetInputs.model_fields
     defaults = {k: v for k, v in document.items() if k not in (STAGES_KEY, NAME_KEY)}
     _known_keys(defaults, fields, head, (STAGES_KEY, NAME_KEY))
+    defaults = prepare(dict(defaults)) if prepare else defaults  # the face's reading first: the web's catalog check
     BudgetInputs.check_values(defaults, where)  # a default every stage overrides is still a value written
-    defaults = prepare(dict(defaults)) if prepare else defaults
     title = _name(document.get(NAME_KEY), f"{head}{NAME_KEY}", "")
     checked: list[CampaignStage] = []
     for index, stage in enumerate(stages):
@@ -83,11 +83,23 @@ def read_campaign(document: Any, where: str | None = None, prepare: Prepare | No
         _known_keys(own, fields, f"{label}.", (NAME_KEY,))
         with _named(label, head):
             own = prepare(dict(own)) if prepare else own
-            raw = dict(defaults) | own
+            raw = _inherited(defaults, own) | own
             BudgetInputs.check_values(own, where)
             inputs = BudgetInputs.parse(raw, where)
         checked.append(CampaignStage(index, name, MappingProxyType(raw), inputs))
     return Campaign(title, tuple(checked), where)
+
+
+MODEL_KEYS = ("model", "params")
+"""A stage naming its model either way replaces the inherited one, as a flag does a plan file's (commands.build
+raw_inputs): a campaign of `params: 7B` whose last stage says `model: llama-3.1-8b` is not refused as both."""
+
+
+def _inherited(defaults: Mapping[str, Any], own: Mapping[str, Any]) -> dict[str, Any]:
+    """The defaults a stage inherits: all of them, less the inherited model when the stage names its own."""
+    if any(key in own for key in MODEL_KEYS):
+        return {k: v for k, v in defaults.items() if k not in MODEL_KEYS}
+    return dict(defaults)
 
 
 def _stage_list(document: Mapping[str, Any], head: str) -> list[Any]:
