@@ -183,3 +183,14 @@ def test_a_fitted_band_is_clipped_to_the_bound_its_loader_reads():
     factor = F._factor("compute", solution, "k", ("t",))
     assert (factor.low, factor.high) == (700.0, MAX_RATIO)
     _check_band(factor, "compute")  # reads back
+
+
+@pytest.mark.parametrize("token, value", [("100,", 100.0), ("7,282,", 7282.0), ("7,282", 7282.0), ("6,5", None),
+                                          ("6,5,", None), ("7,0,0,0", None), ("1,,", None)])
+def test_a_number_followed_by_a_field_comma_reads(token, value):
+    """Review s19 N7: the log regexes' number pattern takes a comma that follows the number ('step 100, loss',
+    'tps: 7,282, tflops'); wave 21's thousands rule refused '100,' where it had read 100. A single trailing comma is the
+    field's separator; a decimal comma stays refused."""
+    from gpuplan.adapters.training_logs import _num
+
+    assert _num(token) == value
