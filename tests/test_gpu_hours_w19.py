@@ -148,3 +148,22 @@ def test_wave_19_candidates_left_out_name_their_criterion(runs):
     assert "2503.05804" in reasons["olmo-2-7b-13b-w19"] and "If you have 1024 GPUs" in reasons["olmo-2-32b"]
     # phi-1.5's two totals for the same 150B tokens: the card's 32 x 8 x 24 = 6,144 against the paper's 1,500, 4.1x
     assert 32 * 8 * 24 == 6_144 and "6,144" in reasons["phi-1-phi-1.5"] and "4x apart" in reasons["phi-1-phi-1.5"]
+
+
+def test_the_evaluation_each_read_configuration_states_is_passed(runs):
+    """Wave 19 (after the misses were seen): the in-loop evaluation the rows' configurations state reaches `train` as
+    --eval-interval / --eval-iters (gpu_hours.STATED), each value quoted in the row's eval_source, and those rows are
+    in REVISED_AFTER_MISS. Pythia's at EleutherAI/pythia models/*.yml @a19eecb, Llemma's at math-lm @e4f8ee6."""
+    from gpuplan.jobs.validation.gpu_hours import REVISED_AFTER_MISS, run_inputs
+
+    stated = {rid: (run["eval_interval"], run["eval_iters"]) for rid, run in runs.items() if "eval_interval" in run}
+    assert stated == {"bloom-176b": (1000, 1), "pythia-70m": (100000, 10), "pythia-160m": (40000, 10),
+                      "pythia-410m": (40000, 10), "pythia-1b": (40000, 10), "pythia-1.4b": (40000, 10),
+                      "pythia-2.8b": (40000, 10), "pythia-6.9b": (1000, 10), "pythia-12b": (1000, 10),
+                      "llemma-7b": (250, 50), "llemma-34b": (250, 25), "starcoderbase-15.5b": (2500, 2),
+                      "santacoder-1.1b": (200, 10)}
+    for rid, (interval, iters) in stated.items():
+        source = runs[rid]["eval_source"]
+        assert str(interval) in source and str(iters) in source and "@" in source and rid in REVISED_AFTER_MISS
+        inputs = run_inputs(runs[rid])
+        assert (inputs.eval_interval, inputs.eval_iters) == (interval, iters)

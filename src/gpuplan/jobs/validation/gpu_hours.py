@@ -16,7 +16,7 @@ from typing import Any
 from gpuplan.errors import InputError
 
 FITTED_RUNS = ("llama3.1-405b",)
-REVISED_AFTER_MISS = ("pythia-70m", "pythia-160m", "pythia-410m", "pythia-1b", "pythia-1.4b", "pythia-2.8b",
+REVISED_AFTER_MISS = ("santacoder-1.1b", "pythia-70m", "pythia-160m", "pythia-410m", "pythia-1b", "pythia-1.4b", "pythia-2.8b",
                       "pythia-6.9b", "pythia-12b", "starcoderbase-15.5b", "llama1-65b", "bloom-176b", "mpt-7b",
                       "smollm3-3b", "llmc-gpt2-774m", "llmc-gpt2-1558m", "biomedlm-2.7b", "llemma-7b", "llemma-34b",
                       "palm-540b")
@@ -34,7 +34,11 @@ fp32_allreduce, a configuration line their notes cited before the prediction, ch
 their -22.5% / -32.6% were seen; and in wave 16 PaLM 540B's own shape and Sec. 4 layout (model palm-540b, tp 12,
 pp 1, ZeRO-3: arXiv:2204.02311 Table 1, Secs. 2 and 4), after its -11.1% was seen; and in wave 17 Llemma's
 partition_activations (DeepSpeed's partitioned activation checkpoints, a configuration line their notes cited before the
-prediction, charged once gpuplan had the input: core/comm/partition_activations.py). docs/accuracy.md reports them
+prediction, charged once gpuplan had the input: core/comm/partition_activations.py); and in wave 19 the in-loop
+evaluation the configurations of BLOOM, the eight Pythia runs, Llemma 7B / 34B, StarCoderBase and SantaCoder state
+(eval_interval / eval_iters, each row's eval_source), charged once gpuplan had the input (core/economics/evaluation.py)
+on every row whose read configuration states it, after their misses were seen (SantaCoder joins this list with it;
+OLMo 3's and MPT-7B's evaluations are stated as whole validation sets, not iterations, and are not passed). docs/accuracy.md reports them
 apart from the untouched held-out runs (end_to_end_split_table)."""
 ISSUE_15_RUNS = ("llama1-65b", "bloom-176b", "palm-540b", "pythia-70m", "pythia-1b", "llama3.1-405b", "deepseek-v3",
                  "tinyllama-1.1b")
@@ -62,7 +66,7 @@ PREDICTED_SETS = (("issue 15's runs, the 15% bar", ISSUE_15_RUNS),
                   ("sixth set (wave 19), not in the bar", SIXTH_SET))
 STATED = ("recompute", "attention_kernel", "nic_gbit_per_gpu", "framework", "implementation", "ep_a2a_overlap",
           "ep_dispatcher", "dp_overlap", "tp_overlap", "sequence_parallel",
-          "grad_all_reduce", "grad_dtype", "tp_comm_dtype", "partition_activations")
+          "grad_all_reduce", "grad_dtype", "tp_comm_dtype", "partition_activations", "eval_interval", "eval_iters")
 """Software facts a run's source or code states, passed as `train` takes them (--dp-overlap / --tp-overlap:
 the share of DP / TP communication the run's code hides, e.g. 0 where it issues them after the backward or
 synchronously, as GPT-NeoX v1.0 does for the Pythia rows: docs/training.md)."""
