@@ -75,7 +75,7 @@ def test_readme_gpu_hours_figures_are_the_accuracy_table():
     cases, mean, worst, bias = KINDS["gpu_hours (train --mfu predicted, end to end: the run's batch and ramp, "
                                      "checkpoints, failures; held out)"]
     words = {15: "fifteen", 16: "sixteen", 17: "seventeen", 18: "eighteen", 19: "nineteen", 20: "twenty",
-             21: "twenty-one", 22: "twenty-two", 23: "twenty-three"}
+             21: "twenty-one", 22: "twenty-two", 23: "twenty-three", 24: "twenty-four", 25: "twenty-five"}
     quoted = _quoted(rf"GPU-hours of {words.get(cases, cases)} published runs with `--mfu predicted` ([\d.]+)% mean "
                      r"\(max ([\d.]+)%, bias ([−+][\d.]+)%")
     assert quoted == pytest.approx((mean, worst, bias), abs=0.05)

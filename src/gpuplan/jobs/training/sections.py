@@ -327,11 +327,12 @@ def notes(spec, counts, flops: Flops, inputs: TrainingInputs, plan: Plan,
                    "campaigns also spend GPU-hours on restarts, evaluation and slower early configurations "
                    "(the packaged 2022-23 runs used 0.88-2.10x their predicted GPU-hours with the recompute, attention "
                    "kernel and network their sources state; Llama 3.1 "
-                   "405B, DeepSeek-V3 and llm.c's GPT-2 350M / 774M / 1558M, 2024, 0.83-1.08x: docs/accuracy.md); the "
-                   "budget's failure and checkpoint lines hold part of that (with them and the stated batch ramps and "
-                   "layouts, 11.9% mean over twenty-three held-out runs, predicted low on average; the worst BioMedLM "
-                   "2.7B, -22.6% with its stack read after its -58.4%, llm.c's GPT-2 350M and MPT-7B, +20.3 / "
-                   "-18.5%: docs/training.md)")
+                   "405B, DeepSeek-V3, llm.c's GPT-2 350M / 774M / 1558M and OLMo 3 7B / 32B, 2024-25, 0.83-1.51x: "
+                   "docs/accuracy.md); the budget's failure, checkpoint and evaluation lines hold part of that (with "
+                   "them and the stated batch ramps and layouts, 12.7% mean over twenty-five held-out runs, predicted "
+                   "low on average; the worst OLMo 3 32B, -33.0% against its developers' total, which holds 31% "
+                   "beyond their steady rate, BioMedLM 2.7B, -22.6% with its stack read after its -58.4%, and llm.c's "
+                   "GPT-2 350M, +20.3%: docs/training.md)")
     from gpuplan.adapters.resolve import resolve_gpu
     from gpuplan.core.comm.host_tier import assumed_host_note  # the server of NVLink pairs on PCIe it assumed
 
