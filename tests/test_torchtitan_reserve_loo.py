@@ -17,12 +17,12 @@ def _rows(monkeypatch):
 
 
 def test_leave_one_out_error_of_the_published_reserve(monkeypatch):
-    """Since the loss hole (session 19) the median rule would give 0.019 (leave-one-out 0.0149-0.0189): 3.5% mean
-    |error| but 9.4% short at worst (bias -2.0%), the rows the hole leaves; the constant kept, 0.116
-    (planner.framework_rules), over-reserves instead: +6.3% mean in-sample, max 10.7%, the FlexAttention CP row 4.0%
-    short. A fit rule that refuses what does not fit takes the second (the docstring's reasons)."""
-    from gpuplan.planner.framework_rules import TORCHTITAN_PUBLISHED_RESERVE
-
+    """Since the loss hole (session 19) the median rule over the rows' shares beyond the hole-model estimate would give
+    0.019 (leave-one-out 0.0149-0.0189): 3.5% mean |error| but 9.4% short at worst (bias -2.0%), 6 of 17 rows more
+    than 2% short: the rows the hole leaves. The constant stays 0.116 (planner.framework_rules), taken before the hole
+    with the hole in its rows' gaps, and the fit rule adds no hole where it applies (core.memory.training
+    .peak_and_framework_gap; review s19b S1: both at once over-reserved the 17 rows by 6.3% mean), so the fit rule
+    is the one the pre-hole leave-one-out scored (2.9% mean |error|, max 6.8%: docs/memory.md)."""
     rows = _rows(monkeypatch)
     assert len(rows) == 17
     share = np.array([(measured - pools) / beyond for measured, pools, beyond in rows])
@@ -31,9 +31,4 @@ def test_leave_one_out_error_of_the_published_reserve(monkeypatch):
     error = np.array([(pools + s * beyond) / measured - 1 for (measured, pools, beyond), s in zip(rows, held_out)])
     assert float(np.mean(np.abs(error))) == pytest.approx(0.035, abs=0.0015)
     assert float(np.min(error)) == pytest.approx(-0.094, abs=0.0015)
-    kept = np.array([(pools + TORCHTITAN_PUBLISHED_RESERVE * beyond) / measured - 1 for measured, pools, beyond in rows])
-    assert float(np.mean(kept)) == pytest.approx(0.063, abs=0.0015)
-    assert float(np.max(kept)) == pytest.approx(0.107, abs=0.0015)
-    assert float(np.min(kept)) == pytest.approx(-0.040, abs=0.0015)
-    # rows whose reserved peak comes out more than 2% short: 6 of 17 under the median rule, 1 (FlexAttention CP) kept
-    assert (int(np.sum(error < -0.02)), int(np.sum(kept < -0.02))) == (6, 1)
+    assert int(np.sum(error < -0.02)) == 6

@@ -157,8 +157,9 @@ split into ~0 (-0.007 to +0.023: the ten rows whose gap the hole explains, CP an
 +0.216 (six rows it leaves: the eager blocks on 8 / 128 GPUs 0.103 / 0.093, the 70B 2D row 0.091, the two H200
 compiled-loss rows 0.100 / 0.124, which have no hole, and the FlexAttention CP row 0.216); a median across the two
 groups would leave layouts like the second group's (torchtitan's default chunked loss has no hole either) ~9%
-short, where 0.116 over-reserves the first group (in-sample +6.3% mean, max +10.7%, the FlexAttention row -4.0%:
-tests/test_torchtitan_reserve_loo.py). Before the hole: median 0.1163 over the 17 rows, taken
+short (tests/test_torchtitan_reserve_loo.py). 0.116 was taken with the hole inside its rows' gaps, so the fit rule adds
+no hole where it applies (core.memory.training.peak_and_framework_gap; review s19b S1: hole + share over-reserved the 17
+rows by 6.3% mean): the fit rule is the one scored below. Before the hole: median 0.1163 over the 17 rows, taken
 to three places (0.12 would sit above every leave-one-out median; tests/test_planner_torchtitan_choice.py
 recomputes it; 16 of 17 at +0.057 to +0.177, the FlexAttention CP row at +0.289). 0.113 / 0.11 before a0be8c0
 held the float8 all-gather rows' gathered layer at 1 B (their estimates 0.21 GiB lower: wave-12 mend); 0.091 and

@@ -406,7 +406,8 @@ def peak_and_framework_gap(spec: ModelSpec, layout: ParallelLayout, settings: Me
     peak = np.maximum(first.allocated, last.allocated)
     if not share and not fsdp2_pools:
         return plain(peak), plain(np.zeros(np.shape(peak)))
-    hole = eager_loss_hole_of(spec, layout, settings, compute_bytes := lookup(RECIPES, settings.recipe, "recipe").compute_bytes)
+    compute_bytes = lookup(RECIPES, settings.recipe, "recipe").compute_bytes  # a published share (torchtitan's 0.116)
+    hole = 0.0 if share else eager_loss_hole_of(spec, layout, settings, compute_bytes)  # was taken with the hole in it
     held = [np.where(np.asarray(layout.zero) == 3, stage_pool_bytes(spec, layout, s, stage, compute_bytes, False,
                      settings.mtp_layers, settings.embedding_loss_slots, hole), s.allocated)
             if fsdp2_pools else s.allocated for s, stage in ((first, 0), (last, layout.pp - 1))]

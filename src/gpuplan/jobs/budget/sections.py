@@ -154,6 +154,8 @@ def failure_section(run: RunFacts, sc: Scenario, ranges: dict[str, Scenario],
                      scaled: list[tuple[float, Scenario]]) -> Section:
     plan, lo, hi = sc.on_demand, ranges["low"].on_demand, ranges["high"].on_demand
     lost = K.billed_gpu_hours(run.gpus, plan.wall_seconds - plan.work_seconds)
+    plan_gpus = sc.gpus  # the scenario's GPUs: scenario() spreads the work, evaluation included, over them
+    evaluated = " (training + in-loop evaluation)" if run.eval_seconds else ""  # the same T_s the failure model runs
     stuck = [(end, p) for end, p in (("fast", lo), ("slow", hi)) if not _completes(p)]
 
     def span(get, low: R.FailurePlan, high: R.FailurePlan) -> tuple[float | None, float | None]:
@@ -180,9 +182,11 @@ def failure_section(run: RunFacts, sc: Scenario, ranges: dict[str, Scenario],
         Line("fail_checkpoint_overhead", "checkpoint stall share", plan.checkpoint_overhead, "fraction",
              _pct(plan.checkpoint_overhead), "stall / interval"),
         Line("fail_goodput", "goodput (effective training time)", plan.goodput, "fraction", _pct(plan.goodput),
-             "failure-free time / expected wall-clock (Daly 2006)", *span(lambda p: p.goodput, hi, lo)),
+             f"failure-free time{evaluated} / expected wall-clock (Daly 2006)", *span(lambda p: p.goodput, hi, lo)),
         Line("fail_wall_seconds", "expected wall-clock with failures", plan.wall_seconds, "s", wall_text,
-             f"M e^(R/M) (e^((tau+delta)/M) - 1) T_s / tau; failure-free {format_duration(plan.work_seconds)}",
+             f"M e^(R/M) (e^((tau+delta)/M) - 1) T_s / tau; failure-free {format_duration(plan.work_seconds)}"
+             + (f" (training {format_duration(plan.work_seconds - run.eval_seconds * run.gpus / plan_gpus)} + in-loop "
+                f"evaluation {format_duration(run.eval_seconds * run.gpus / plan_gpus)})" if run.eval_seconds else ""),
              *span(lambda p: p.wall_seconds, lo, hi)),
         Line("fail_gpu_hours_lost", "GPU-hours lost to failures and checkpoints", lost, "GPU-hours", format_gpu_time(lost),
              "GPUs x (expected - failure-free wall-clock)"),

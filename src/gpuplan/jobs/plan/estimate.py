@@ -147,7 +147,9 @@ def recommendation(plan: Plan, inputs: PlanInputs, result: PlanSearch, i: int,
              ("the batch asked" if inputs.global_batch is not None or inputs.global_batch_tokens is not None
               else "the default batch") + ", rounded to a multiple of dp"),
         Line("best_days", "wall-clock", days, "days", format_duration(days * SECONDS_PER_DAY),  # 18.64 h, as failures'
-             f"band ±{error:.1%}: {band_source}",
+             f"band ±{error:.1%}: {band_source}" + ("; training steps only: the in-loop evaluation's time is its own "
+                                                     "section's, in the failure-free time of 'with failures'"
+                                                     if getattr(inputs, "eval_interval", None) else ""),
              *band(days)),
         Line("best_mfu", f"predicted MFU ({dtype} basis{', with the ramp' if ramp else ''})", mfu, "fraction",
              f"{mfu:.1%}", f"exact model FLOPs (full-attention convention, LM head) / dense {dtype} peak "
