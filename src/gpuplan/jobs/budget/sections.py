@@ -154,8 +154,7 @@ def failure_section(run: RunFacts, sc: Scenario, ranges: dict[str, Scenario],
                      scaled: list[tuple[float, Scenario]]) -> Section:
     plan, lo, hi = sc.on_demand, ranges["low"].on_demand, ranges["high"].on_demand
     lost = K.billed_gpu_hours(run.gpus, plan.wall_seconds - plan.work_seconds)
-    plan_gpus = sc.gpus  # the scenario's GPUs: scenario() spreads the work, evaluation included, over them
-    evaluated = " (training + in-loop evaluation)" if run.eval_seconds else ""  # the same T_s the failure model runs
+    plan_gpus, evaluated = sc.gpus, " (training + in-loop evaluation)" if run.eval_seconds else ""  # the T_s it runs
     stuck = [(end, p) for end, p in (("fast", lo), ("slow", hi)) if not _completes(p)]
 
     def span(get, low: R.FailurePlan, high: R.FailurePlan) -> tuple[float | None, float | None]:
@@ -257,10 +256,11 @@ def contingency_section(run: RunFacts, s: BudgetSettings, sc: Scenario, p: Price
     parts = K.contingency_lines(run.gpu_hours, s.contingency, modelled)
     spot_parts = K.contingency_lines(run.gpu_hours, s.contingency, sc.billed_spot - run_hours)
     money = (lambda h: "") if p.on_demand is None else (lambda h: ", " + _usd(h * p.on_demand))
+    outside = "; outside the loop: in-loop evaluation is its own section's (--contingency-evaluation 0 if that is all)"
     lines = [Line(f"contingency_{c.name}", c.name, c.gpu_hours, "GPU-hours",
                   f"{format_gpu_time(c.gpu_hours)} GPU-h ({_pct(c.share)}){money(c.gpu_hours)}",
-                  "failure model: expected - failure-free GPU-hours" if c.modelled else f"{c.share:.0%} of compute GPU-hours")
-             for c in parts]
+                  "failure model: expected - failure-free GPU-hours" if c.modelled else f"{c.share:.0%} of compute "
+                  f"GPU-hours{outside if c.name == 'evaluation' and run.eval_seconds else ''}") for c in parts]
     total = K.contingency_total(parts)
     budget = run_hours + total
     spot_total = run_hours + K.contingency_total(spot_parts)
