@@ -110,7 +110,7 @@ def test_plan_file_and_web_api(run_cli, tmp_path, client):
     assert from_file["eval_count"] == from_web["eval_count"] == 239
     assert from_file["eval_wall_seconds"] == pytest.approx(from_web["eval_wall_seconds"], rel=1e-12)
     web_refusal(client.post("/api/budget", json={"model": "llama-3.1-8b", "eval_iters": 50}), "eval_iters",
-                "needs --eval-interval")
+                "needs eval_interval (--eval-interval")
 
 
 @pytest.mark.parametrize("args, fragment", [
@@ -119,7 +119,7 @@ def test_plan_file_and_web_api(run_cli, tmp_path, client):
     (("--eval-interval", "2.5"), "must be a whole number"),
     (("--eval-interval", "often"), "eval_interval: got 'often'"),
     (("--eval-interval", "1e12"), "eval_interval: got '1e12'"),
-    (("--eval-iters", "10"), "needs --eval-interval"),
+    (("--eval-iters", "10"), "needs eval_interval (--eval-interval"),
     (("--eval-interval", "100", "--eval-iters", "0"), "eval_iters: got '0'"),
     (("--eval-interval", "100", "--eval-iters", "1.5"), "must be a whole number"),
     (("--eval-interval", "100", "--eval-iters", "2e6"), "eval_iters: got '2e6'"),

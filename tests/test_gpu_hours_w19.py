@@ -164,6 +164,9 @@ def test_the_evaluation_each_read_configuration_states_is_passed(runs):
                       "santacoder-1.1b": (200, 10)}
     for rid, (interval, iters) in stated.items():
         source = runs[rid]["eval_source"]
-        assert str(interval) in source and str(iters) in source and "@" in source and rid in REVISED_AFTER_MISS
+        quoted = {f"'eval-interval': {interval}, 'eval-iters': {iters}", f"'eval_interval': {interval}, 'eval_iters': {iters}",
+                  f"'--eval-interval {interval}', '--eval-iters {iters}'", f"'--eval-interval {interval} --eval-iters {iters}'"}
+        assert any(q in source for q in quoted), source  # the configuration's own two lines, quoted (review s19b N6)
+        assert "@" in source and rid in REVISED_AFTER_MISS
         inputs = run_inputs(runs[rid])
         assert (inputs.eval_interval, inputs.eval_iters) == (interval, iters)

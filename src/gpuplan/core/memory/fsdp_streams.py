@@ -54,7 +54,9 @@ def eager_loss_hole_bytes(vocab_size, tp, tokens, compute_bytes: float):
     pool's extent at that moment is the allocated 12V (core.memory.training: 4V saved + 8V loss gradient) + 2V,
     the bf16 logits' size. The same with default segments (the 4V gradient reuses the fp32 copy's block, the
     bf16 block stays free). Not with a compiled loss (it keeps the bf16 logits; no fp32 copy) or the chunked loss.
-    Hand-simulated from the allocator's code, not measured on a GPU. Units: bytes; inputs may be arrays."""
+    Hand-simulated from the allocator's code, not measured on a GPU. At tp > 1 (the 70B rows: torchtitan's loss_parallel,
+    DTensor's _log_softmax handler) the 1 / tp split assumes the parallel loss saves and frees as aten's does; its code
+    (torch/distributed/tensor/parallel/loss.py) was not read (review s19b N3). Units: bytes; inputs may be arrays."""
     return compute_bytes * np.asarray(tokens) * vocab_size / np.asarray(tp)
 
 

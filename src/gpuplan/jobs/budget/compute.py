@@ -139,6 +139,14 @@ def row_days_with_failures(inputs, evaluator, table):
     node = inputs.node_accelerator(evaluator.cluster.gpu)  # --gpus-per-node, as the budget counts nodes
     settings = inputs.budget_settings()  # neither depends on the row
 
+    def share(i: int) -> float | None:  # the row's forward share (its recompute) where evaluation is asked
+        if settings.eval_interval is None:
+            return None
+        from gpuplan.jobs.budget.evaluation import step_forward_share
+        from gpuplan.planner.space import RECOMPUTE_MODES
+
+        return step_forward_share(evaluator.spec, inputs, RECOMPUTE_MODES[int(table["recompute"][i])])
+
     def days(i: int) -> float:
         tp, pp = int(table["tp"][i]), int(table["pp"][i])
         batch = float(table["global_batch"][i]) * inputs.seq_len
@@ -146,7 +154,8 @@ def row_days_with_failures(inputs, evaluator, table):
         wall = wall_with_failures(evaluator.spec, node, settings,
                                   gpus=float(table["gpus"][i]), work_seconds=work, tokens=inputs.tokens,
                                   global_batch_tokens=batch, step_seconds=float(table["step_seconds"][i]),
-                                  recipe=inputs.recipe_name, zero=int(table["zero"][i]), model_parallel=tp * pp)
+                                  recipe=inputs.recipe_name, zero=int(table["zero"][i]), model_parallel=tp * pp,
+                                  forward_share=share(i))  # the row's recompute, as the search's (review s19b N4)
         return wall / 86400.0
 
     return days

@@ -106,7 +106,8 @@ class BudgetFields(JobInputs):
     @model_validator(mode="after")
     def _eval_iters_need_interval(self):
         if self.eval_iters is not None and self.eval_interval is None:
-            raise InputError("eval_iters", self.eval_iters, "needs --eval-interval (steps between evaluations): "
+            raise InputError("eval_iters", self.eval_iters, "needs eval_interval (--eval-interval, steps between "
+                             "evaluations): "
                              "without it no evaluation runs")
         return self
 

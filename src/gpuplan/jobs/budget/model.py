@@ -115,7 +115,8 @@ def _check_evaluation(interval, iters) -> None:
                                   or not 1 <= value <= high or value != int(value)):
             raise InputError(name, value, f"must be a whole number of {unit} from 1 to {high:,}")
     if iters is not None and interval is None:
-        raise InputError("eval_iters", iters, "needs --eval-interval (steps between evaluations): without it no "
+        raise InputError("eval_iters", iters, "needs eval_interval (--eval-interval, steps between evaluations): "
+                         "without it no "
                          "evaluation runs")
 
 

@@ -145,6 +145,8 @@ def _kind(value: Any) -> str:
         return "a mapping"
     if isinstance(value, list | tuple):
         return f"a list of {len(value)}"
+    if value is None:  # `stages: [null]` (review s19b N2): the document's word, not NoneType
+        return "null"
     return value if isinstance(value, str | int | float | bool) else type(value).__name__
 
 

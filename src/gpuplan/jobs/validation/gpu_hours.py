@@ -38,7 +38,9 @@ prediction, charged once gpuplan had the input: core/comm/partition_activations.
 evaluation the configurations of BLOOM, the eight Pythia runs, Llemma 7B / 34B, StarCoderBase and SantaCoder state
 (eval_interval / eval_iters, each row's eval_source), charged once gpuplan had the input (core/economics/evaluation.py)
 on every row whose read configuration states it, after their misses were seen (SantaCoder joins this list with it;
-OLMo 3's and MPT-7B's evaluations are stated as whole validation sets, not iterations, and are not passed). docs/accuracy.md reports them
+OLMo 3's and MPT-7B's evaluations are stated as whole validation sets, not iterations, and TinyLlama's lit-gpt
+eval_iters counts micro-batches a rank, not gpuplan's global-batch iterations (~0.08% of its run; a steady-rate row
+anyway): read, not passed). docs/accuracy.md reports them
 apart from the untouched held-out runs (end_to_end_split_table)."""
 ISSUE_15_RUNS = ("llama1-65b", "bloom-176b", "palm-540b", "pythia-70m", "pythia-1b", "llama3.1-405b", "deepseek-v3",
                  "tinyllama-1.1b")
