@@ -169,6 +169,7 @@ def test_llemma_rows_move_as_the_arithmetic_says(llemma, rid, before, step, tp_b
 
     run = llemma[rid]
     assert run["tp_comm_dtype"] == "fp32" and "fp32_allreduce true" in run["tp_comm_dtype_source"]
+    run = {k: v for k, v in run.items() if k not in ("eval_interval", "eval_iters")}  # wave 19's evaluation apart
     without = {k: v for k, v in run.items() if k != "tp_comm_dtype"}
     old, new = end_to_end_gpu_hours(without)[0], end_to_end_gpu_hours(run)[0]
     assert round(old) == before and round(new) == after

@@ -55,7 +55,8 @@ def completing_rows(inputs, evaluator, fitting) -> Completing:
     which = np.empty(len(fitting), np.int64)
     which[order] = np.repeat(np.arange(len(starts)), stops - starts)
     steps, done, shares = fitting["step_seconds"], np.ones(len(fitting), bool), []
-    evaluations = work_factors(inputs, evaluator.spec, fitting, settings)  # in-loop evaluation: more work to run
+    evaluations = (work_factors(inputs, evaluator.spec, fitting, settings)  # in-loop evaluation: more work to run
+                   if getattr(settings, "eval_interval", None) else 1.0)
     for k in range(6):  # on-demand and spot at the point rate, then at the low and the high end of its range
         share, finishes = _wall_shares(*_plan_columns(plans, which, k), steps)
         done &= finishes
