@@ -401,8 +401,7 @@ def peak_and_framework_gap(spec: ModelSpec, layout: ParallelLayout, settings: Me
     peak of the largest allocated peak, so reserved(peak) + it is the worst stage's demand. The one
     definition `plan`'s search, `plan`'s chosen layout and `memory` use; degrees may be arrays.
     ``fsdp2_pools``: a ZeRO-3 stage's reserved peak is FSDP2's three stream pools (core.memory.fsdp_streams)."""
-    first = stage_memory_parts(spec, layout, settings, 0)
-    last = stage_memory_parts(spec, layout, settings, layout.pp - 1)
+    first, last = (stage_memory_parts(spec, layout, settings, stage) for stage in (0, layout.pp - 1))
     peak = np.maximum(first.allocated, last.allocated)
     if not share and not fsdp2_pools:
         return plain(peak), plain(np.zeros(np.shape(peak)))
