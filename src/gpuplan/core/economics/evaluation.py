@@ -73,7 +73,8 @@ class InLoopEvaluation:
 
 
 def evaluations(steps: int, interval: int) -> int:
-    """Evaluations over ``steps`` optimizer steps every ``interval`` steps, the end-of-training one included."""
+    """Evaluations over ``steps`` optimizer steps every ``interval`` steps, the end-of-training one included
+    (``steps`` may be an array: the layout search's rows, jobs.budget.evaluation.work_factors)."""
     return steps // interval + 1
 
 

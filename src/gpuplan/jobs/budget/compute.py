@@ -142,10 +142,9 @@ def row_days_with_failures(inputs, evaluator, table):
     def share(i: int) -> float | None:  # the row's forward share (its recompute) where evaluation is asked
         if settings.eval_interval is None:
             return None
-        from gpuplan.jobs.budget.evaluation import step_forward_share
         from gpuplan.planner.space import RECOMPUTE_MODES
 
-        return step_forward_share(evaluator.spec, inputs, RECOMPUTE_MODES[int(table["recompute"][i])])
+        return EV.step_forward_share(evaluator.spec, inputs, RECOMPUTE_MODES[int(table["recompute"][i])])
 
     def days(i: int) -> float:
         tp, pp = int(table["tp"][i]), int(table["pp"][i])

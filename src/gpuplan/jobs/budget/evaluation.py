@@ -41,7 +41,7 @@ def work_factors(inputs, spec, table, settings):
 
     share = np.array([step_forward_share(spec, inputs, mode) for mode in RECOMPUTE_MODES])[table["recompute"]]
     steps = np.maximum(1.0, np.ceil(inputs.tokens / (table["global_batch"].astype(float) * inputs.seq_len) - 1e-9))
-    count = np.floor_divide(steps, settings.eval_interval) + 1  # E.evaluations over arrays
+    count = E.evaluations(steps, settings.eval_interval)  # its // runs element-wise on the rows' steps
     return 1.0 + count * (settings.eval_iters or E.DEFAULT_EVAL_ITERS) * share / steps
 
 

@@ -8,7 +8,7 @@ run one after another, each on its own cluster (docs/campaign.md): the calendar 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, fields
+from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 from gpuplan.errors import InputError
@@ -105,7 +105,7 @@ class CampaignTotals:
         return cls(**{f.name: float(sum(s.figure(names.get(f.name, f.name)) for s in stages)) for f in fields(cls)})
 
     def to_dict(self) -> dict[str, float]:
-        return {f.name: getattr(self, f.name) for f in fields(self)}
+        return asdict(self)
 
 
 @dataclass(frozen=True)
