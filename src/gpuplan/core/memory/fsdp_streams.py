@@ -64,7 +64,8 @@ def eager_loss_hole_of(spec, layout, settings, compute_bytes: float):
     """eager_loss_hole_bytes of a run (core.memory.training.MemorySettings ``settings``) whose loss is the eager
     fp32 cross-entropy ('fp32-ce', core.frameworks.loss_of) on one pipeline stage (under a pipeline the schedule
     calls the loss, an order not read), with micro-batch x sequence / cp tokens a rank; else 0. The one rule of the
-    published rows (jobs/validation/published_memory) and the fit rule (training.peak_and_framework_gap)."""
+    published rows (jobs/validation/published_memory); the fit rule (training.peak_and_framework_gap) charges it
+    only where no published reserve share applies, since those shares were taken with the hole inside them."""
     from gpuplan.core.frameworks import loss_of
 
     if loss_of(settings) != "fp32-ce":

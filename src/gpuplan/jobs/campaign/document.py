@@ -9,7 +9,8 @@ position in the list, counted from 0 as JSON and Python count (``stages[2].gpus:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
@@ -42,7 +43,12 @@ class CampaignStage:
     @property
     def label(self) -> str:
         """How refusals name the stage: ``stages[2]``."""
-        return f"{STAGES_KEY}[{self.index}]"
+        return stage_label(self.index)
+
+
+def stage_label(index: int) -> str:
+    """The stage at ``index`` (from 0) as refusals name it: ``stages[2]``."""
+    return f"{STAGES_KEY}[{index}]"
 
 
 @dataclass(frozen=True)
@@ -73,7 +79,7 @@ def read_campaign(document: Any, where: str | None = None, prepare: Prepare | No
     title = _name(document.get(NAME_KEY), f"{head}{NAME_KEY}", "")
     checked: list[CampaignStage] = []
     for index, stage in enumerate(stages):
-        label = f"{head}{STAGES_KEY}[{index}]"
+        label = f"{head}{stage_label(index)}"
         if not isinstance(stage, Mapping):
             raise InputError(label, _kind(stage), f"expected a mapping of `gpuplan budget` fields (and a `{NAME_KEY}`)")
         name = _name(stage.get(NAME_KEY), f"{label}.{NAME_KEY}", f"stage {index + 1}")
@@ -150,20 +156,14 @@ def _kind(value: Any) -> str:
     return value if isinstance(value, str | int | float | bool) else type(value).__name__
 
 
-class _named:
+@contextmanager
+def _named(label: str, head: str) -> Iterator[None]:
     """Re-label any InputError raised inside as the stage's: ``head`` (the file) then ``stages[i].`` before the
     field the schema named, once (a field already inside the stage is left as it is)."""
-
-    def __init__(self, label: str, head: str) -> None:
-        self.label, self.head = label, head
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, kind: Any, exc: Any, trace: Any) -> bool:
-        if isinstance(exc, InputError):
-            raise in_stage(exc, self.label, self.head) from None
-        return False
+    try:
+        yield
+    except InputError as exc:
+        raise in_stage(exc, label, head) from None
 
 
 def in_stage(exc: InputError, label: str, head: str = "") -> InputError:
