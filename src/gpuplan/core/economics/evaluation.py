@@ -6,7 +6,12 @@ eval_batch_size} samples', forward_backward_func(..., forward_only=True) under t
 megatron/training.py@ea7aefd L1568-1610: each iteration gradient_accumulation_steps micro-batches, i.e. the
 global batch). Megatron evaluates at every iteration with ``iteration % eval_interval == 0`` (training.py
 L4915) and once more after training (L2077 ``if args.do_valid``), and sizes its validation set for
-``train_iters // eval_interval + 1`` evaluations (L5436): the count used here.
+``train_iters // eval_interval + 1`` evaluations (L5436): the count used here. Under a batch ramp (a step
+batch-size schedule) ``train_iters`` counts every step at the batch it runs (update_train_iters L2155-2176: each
+iteration consumes the current global batch until train_samples), and each evaluation still runs the full
+``eval_global_batch_size``, which defaults to the (final) global batch (arguments.py@d98e8a6 L708-709), so a
+ramp adds evaluations of the steady cost: steps = sum over phases of ceil(phase tokens / phase batch tokens)
++ ceil(the rest / the steady batch tokens) (ramp_run_steps).
 
     evaluations          n_e = floor(steps / eval_interval) + 1
     forward share        f   = forward FLOPs / (forward + backward + recompute FLOPs) of a training step
@@ -26,6 +31,8 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+
+import numpy as np
 
 # Megatron-LM's --eval-iters default (training_config.py@d98e8a6 L115 ValidationConfig.eval_iters = 100;
 # arguments.py@core_r0.8.0 L1472 default=100) and GPT-NeoX's (neox_arguments/neox_args.py@ea7aefd L1344)
@@ -55,6 +62,8 @@ class InLoopEvaluation:
     """Forward FLOPs / training-step FLOPs (recompute included)."""
     step_seconds: float
     """Seconds of one training step."""
+    ramp: tuple[tuple[float, float], ...] = ()
+    """The batch ramp's phases (tokens, tokens a step) that ``steps`` counts (ramp_run_steps); () without one."""
 
     @property
     def count(self) -> int:
@@ -81,6 +90,19 @@ def evaluations(steps: int, interval: int) -> int:
 def run_steps(tokens: float, global_batch_tokens: float) -> int:
     """Optimizer steps of a run: the tokens over the global batch, the last partial batch a step."""
     return max(1, math.ceil(tokens / global_batch_tokens - 1e-9))
+
+
+def ramp_run_steps(tokens: float, global_batch_tokens, phases: tuple[tuple[float, float], ...] = ()):
+    """Optimizer steps of a run whose batch ramps: each phase's (tokens, tokens a step) taken at its own batch, the
+    rest of ``tokens`` at ``global_batch_tokens`` (module docstring: Megatron's update_train_iters); run_steps
+    without phases. ``global_batch_tokens`` may be an array (the layout search's rows: an array back). Phases past
+    ``tokens`` are refused by the schema (schema.batch_ramp_field)."""
+    batch = np.asarray(global_batch_tokens, dtype=float)
+    ramp = sum(math.ceil(t / b - 1e-9) for t, b in phases)
+    rest = tokens - sum(t for t, _ in phases)
+    steady = np.ceil(rest / batch - 1e-9) if rest > 0 else np.zeros_like(batch)
+    steps = np.maximum(1.0, ramp + steady)
+    return int(steps) if steps.ndim == 0 else steps
 
 
 def forward_share(forward_flops: float, step_flops: float) -> float:

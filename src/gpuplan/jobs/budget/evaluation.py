@@ -40,8 +40,11 @@ def work_factors(inputs, spec, table, settings):
     from gpuplan.planner.space import RECOMPUTE_MODES
 
     share = np.array([step_forward_share(spec, inputs, mode) for mode in RECOMPUTE_MODES])[table["recompute"]]
-    steps = np.maximum(1.0, np.ceil(inputs.tokens / (table["global_batch"].astype(float) * inputs.seq_len) - 1e-9))
-    count = E.evaluations(steps, settings.eval_interval)  # its // runs element-wise on the rows' steps
+    batch_tokens = table["global_batch"].astype(float) * inputs.seq_len
+    steps = E.ramp_run_steps(inputs.tokens, batch_tokens)  # the steady batch's steps: the training work's unit
+    counted = E.ramp_run_steps(inputs.tokens, batch_tokens, settings.eval_ramp)  # the steps evaluations fall among
+    count = E.evaluations(counted, settings.eval_interval)  # its // runs element-wise on the rows' steps
+    # the work they add over the steady-batch steps' (the ramp's own slowdown is the ramp factor's, not counted here)
     return 1.0 + count * (settings.eval_iters or E.DEFAULT_EVAL_ITERS) * share / steps
 
 
@@ -50,9 +53,10 @@ def in_loop_evaluation(run, settings, forward_share: float | None) -> E.InLoopEv
     (step_forward_share); None: MODEL_FORWARD_SHARE."""
     if settings.eval_interval is None:
         return None
-    return E.InLoopEvaluation(E.run_steps(run.tokens, run.global_batch_tokens), int(settings.eval_interval),
-                              int(settings.eval_iters or E.DEFAULT_EVAL_ITERS),
-                              E.MODEL_FORWARD_SHARE if forward_share is None else forward_share, run.step_seconds)
+    return E.InLoopEvaluation(E.ramp_run_steps(run.tokens, run.global_batch_tokens, settings.eval_ramp),
+                              int(settings.eval_interval), int(settings.eval_iters or E.DEFAULT_EVAL_ITERS),
+                              E.MODEL_FORWARD_SHARE if forward_share is None else forward_share, run.step_seconds,
+                              settings.eval_ramp)
 
 
 def with_evaluation(run, evaluation: E.InLoopEvaluation | None):
@@ -65,7 +69,7 @@ def evaluation_section(run, ev: E.InLoopEvaluation, share_given: bool) -> Sectio
     hours = run.gpus * ev.seconds / 3600.0
     return Section("In-loop evaluation", (
         Line("eval_steps", "optimizer steps", ev.steps, "steps", f"{ev.steps:,}",
-             f"ceil(tokens / global batch) = ceil({run.tokens:.4g} / {run.global_batch_tokens:,.0f})"),
+             _steps_formula(run, ev.ramp)),
         Line("eval_count", "evaluations", ev.count, "evaluations", f"{ev.count:,}",
              f"floor({ev.steps:,} / {ev.interval:,} --eval-interval) + 1 at the end (Megatron-LM training.py "
              "get_train_valid_test_num_samples: train_iters // eval_interval + 1)"),
@@ -80,6 +84,17 @@ def evaluation_section(run, ev: E.InLoopEvaluation, share_given: bool) -> Sectio
         Line("eval_gpu_hours", "GPU-hours of evaluation", hours, "GPU-hours", format_gpu_time(hours),
              f"{run.gpus:,.0f} GPUs x evaluation wall-clock (before failures)"),
     ))
+
+
+def _steps_formula(run, ramp: tuple[tuple[float, float], ...]) -> str:
+    """How the optimizer steps were counted: the tokens over the batch, or under a ramp each phase's at its batch."""
+    steady = f"ceil({run.tokens:.4g} / {run.global_batch_tokens:,.0f})"
+    if not ramp:
+        return f"ceil(tokens / global batch) = {steady}"
+    phases = " + ".join(f"ceil({t:.4g} / {b:,.0f})" for t, b in ramp)
+    rest = run.tokens - sum(t for t, _ in ramp)
+    return (f"the ramp's phases at their own batches, then the rest at the steady batch (Megatron update_train_iters): "
+            f"{phases} + ceil({max(rest, 0.0):.4g} / {run.global_batch_tokens:,.0f})")
 
 
 def evaluation_assumption(settings) -> Assumption:

@@ -139,6 +139,14 @@ class BudgetFields(JobInputs):
             token_id_bytes(self.budget_settings(), spec.vocab_size)
         return super().adjust_spec(spec)
 
+    def _eval_ramp(self) -> tuple[tuple[float, float], ...]:
+        """The batch ramp's phases as (tokens, tokens a step) for the evaluation count; () without evaluation or a
+        ramp (BatchRampFields.ramp_phases: (tokens, sequences))."""
+        phases = getattr(self, "ramp_phases", None)
+        if self.eval_interval is None or phases is None:
+            return ()
+        return tuple((float(t), float(b) * int(self.seq_len)) for t, b in phases())
+
     def budget_settings(self):
         """The budget assumptions as core-facing BudgetSettings."""
         from gpuplan.jobs.budget.model import BudgetSettings
@@ -161,4 +169,4 @@ class BudgetFields(JobInputs):
             provider=self.provider, price=self.price, spot_price=self.spot_price, spot_discount=self.spot_discount,
             spot_preemptions=self.spot_preemption, contingency=shares, eval_interval=self.eval_interval,
             eval_iters=self.eval_iters if self.eval_iters is not None or self.eval_interval is None else
-            DEFAULT_EVAL_ITERS)
+            DEFAULT_EVAL_ITERS, eval_ramp=self._eval_ramp())

@@ -74,6 +74,9 @@ class BudgetSettings:
     """Optimizer steps between in-loop evaluations; None = no evaluation (core.economics.evaluation)."""
     eval_iters: int | None = None
     """Forward-only iterations of the global batch per evaluation; None with an interval = 100 (Megatron)."""
+    eval_ramp: tuple[tuple[float, float], ...] = ()
+    """The batch ramp's phases as (tokens, tokens a step), in order (--batch-ramp): the steps the evaluations are
+    counted over (core.economics.evaluation.ramp_run_steps); () without a ramp."""
 
 
 def validate_settings(s: BudgetSettings) -> None:
