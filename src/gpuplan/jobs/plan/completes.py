@@ -57,9 +57,11 @@ def completing_rows(inputs, evaluator, fitting) -> Completing:
     steps, done, shares = fitting["step_seconds"], np.ones(len(fitting), bool), []
     evaluations = (work_factors(inputs, evaluator.spec, fitting, settings)  # in-loop evaluation: more work to run
                    if getattr(settings, "eval_interval", None) else 1.0)
+    on_demand = np.ones(len(fitting), bool)  # the rows whose on-demand plans (k even) complete
     for k in range(6):  # on-demand and spot at the point rate, then at the low and the high end of its range
         share, finishes = _wall_shares(*_plan_columns(plans, which, k), steps)
         done &= finishes
+        on_demand &= finishes if k % 2 == 0 else True
         shares.append(share * evaluations)
     kept = np.flatnonzero(done)
     if not len(kept):
@@ -68,7 +70,8 @@ def completing_rows(inputs, evaluator, fitting) -> Completing:
         rate = tokens_per_step / steps  # the batch within OFFER_SLOWDOWN first, the cut-off's where none is (as
         offer = largest_step_tokens(plans, which, rate, granule, slowdown=True)  # solved_no_completion's order)
         raise no_completion(_batch_given(inputs), _asked(inputs, gpus), inputs.gpus is not None,
-                            offer or largest_step_tokens(plans, which, rate, granule), aligned=True)
+                            offer or largest_step_tokens(plans, which, rate, granule), aligned=True,
+                            spot_only=bool(on_demand.any()))
     return Completing(kept, np.maximum.reduce(shares[0::2])[kept], shares[0][kept])  # the slowest on-demand
 
 
@@ -169,6 +172,7 @@ def check_run_completes(run, settings, batch_asked: bool | tuple[str, float] | N
     the layout's dp x micro-batch slots, the unit the refusal's largest batch is rounded down to (largest_step_tokens)."""
     plans = [_plans_of(replace(run, step_seconds=0.0), settings, run.gpus)]
     which, steps = np.zeros(1, np.int64), np.array([run.step_seconds])
+    finishing = [bool(_wall_shares(*_plan_columns(plans, which, k), steps)[1][0]) for k in range(6)]
     for k in range(6):
         share, finishes = _wall_shares(*_plan_columns(plans, which, k), steps)
         if not finishes[0] or (k == 0 and checking_offer() and not share[0] <= OFFER_SLOWDOWN):
@@ -176,7 +180,7 @@ def check_run_completes(run, settings, batch_asked: bool | tuple[str, float] | N
                 ("global_batch_tokens", whole_or(run.global_batch_tokens)) if batch_asked else None)
             raise no_completion(batch, f"{run.gpus:,.0f}", True, largest_step_tokens(
                 plans, which, np.array([run.global_batch_tokens]) / steps, granule, slowdown),
-                aligned=granule is not None)
+                aligned=granule is not None, spot_only=k % 2 == 1 and all(finishing[0::2]))
 
 
 def check_plan_completes(inputs, spec, gpu, plan, wall_seconds: float, slowdown: bool = False) -> None:
@@ -239,7 +243,8 @@ def largest_step_tokens(plans, which: np.ndarray, tokens_per_second: np.ndarray,
         mtbi, restart, stall, interval = _plan_columns(plans, which, k)
         room = most * mtbi - stall
         fits = (restart <= most * mtbi) & (interval <= room)  # else no step is short enough
-        best = np.minimum(best, np.where(fits, room * tokens_per_second, 0.0))
+        with np.errstate(over="ignore"):  # --failure-rate 1e-300: an MTBI of ~1e300 s bounds no step (inf)
+            best = np.minimum(best, np.where(fits, room * tokens_per_second, 0.0))
     ever = best > 0  # rows that complete at some step
     if checking_offer() or slowdown:  # an offer's re-run (or ``slowdown``): the batch offered is held within it
         best = np.minimum(best, _within_slowdown(*_plan_columns(plans, which, 0), room=best / tokens_per_second)
@@ -286,7 +291,7 @@ def _aligned(tokens: float, granule: int) -> float:
 
 
 def no_completion(batch: tuple[str, float] | None, asked: str | None, gpus_given: bool,
-                  step_tokens: float, aligned: bool = False) -> InputError:
+                  step_tokens: float, aligned: bool = False, spot_only: bool = False) -> InputError:
     """The one refusal of a run that completes with failures on no count asked or searched (`plan`/`train`'s
     search and the given count's budget, jobs.budget.compute.compute_budget, by the same test): it names the
     global batch where the user gave it and a shorter step would complete (``step_tokens`` > 0, the most a step
@@ -296,6 +301,8 @@ def no_completion(batch: tuple[str, float] | None, asked: str | None, gpus_given
     where = f"on {asked} GPUs" if asked else "on the GPUs asked"
     what = (f"a GPU count where the run completes with failures: {where} failures come faster than a checkpoint "
             "period plus a restart")
+    if spot_only:  # ``spot_only``: the on-demand plans complete, a spot one (its reclaims on top) does not (wave 22)
+        what += " on spot capacity (the on-demand run completes; spot reclaims count as failures there)"
     scale = 10.0 ** (math.floor(math.log10(step_tokens)) - 2) if step_tokens > 0 else 1.0
     shown = math.floor(step_tokens / scale) * scale  # three digits rounded down: the bound, never past it
     # ``aligned`` (largest_step_tokens with a granule): already a batch the layout runs, written in full where three
@@ -306,7 +313,8 @@ def no_completion(batch: tuple[str, float] | None, asked: str | None, gpus_given
         return NoCompletion("global_batch_tokens", batch[1] if batch else None, what, written)
     shorter = offer_words(written) if step_tokens > 0 else ""
     remedies = ([shorter] if shorter else []) + (["fewer GPUs"] if gpus_given and not (batch and shorter) else [])
-    remedies += ["a lower --failure-rate", "a shorter --restart"]
+    remedies += ["a lower --spot-preemption"] if spot_only else ["a lower --failure-rate"]
+    remedies += ["a shorter --restart"]
     advice = f" ({', '.join(remedies[:-1])} or {remedies[-1]})"
     if batch is not None and shorter:
         name, value = batch

@@ -1,0 +1,90 @@
+"""Hostile inputs, wave 22 (2026-12-07, helper H). Probed first (in-process CLI, the web test client, the Python API)
+and found answered or refused as the house rule asks:
+
+- `gpuplan campaign FILE` (110 files): `stages` empty / 33 / a mapping / text / a number / nested lists / a plan
+  file's name / null entries / generators; a stage of a list, text, null, `{}` (the defaults alone: answered), a name
+  that is a number, true, a list, 65 characters, ESC, U+202E, U+200B, a date, a duplicate (also ' A ' against 'A' and a
+  stage called 'stage 2' before the default 'stage 2'); unknown / case-variant / non-text / `stages` / `config` keys,
+  TOML sub-tables and dotted keys; null values; an inherited default that is nonsense though every stage overrides it;
+  gpus / tokens / price / days / mfu at 0, -1, NaN, +-inf, 1e30, 1e400, 2^63, hex, octal; a 100,000-character value;
+  paths in a stage (missing, /etc/passwd, /dev/zero, a FIFO, a folder, the plan file itself, `..`); anchors, merge keys,
+  3,000-deep nesting, multiple documents, set / binary / python / timestamp tags, Latin-1 and BOM files, duplicate
+  keys at both levels; .json / no suffix / '-' / '' / NUL / a directory / a FIFO as FILE; --json with --format / --full;
+  names with '|', quotes, commas, '<script>' and '=cmd' in the table, markdown and CSV output (escaped);
+- POST /api/campaign (45 bodies): NaN / Infinity / 5,000-digit ints, 100,000-deep arrays and 5,000-deep objects,
+  duplicate keys in a stage, non-UTF-8 and UTF-16 bodies, a stage's model as a URL / '~' / a mapping / a list / 7 /
+  '', calibration as a mapping / a name with no --calibration-dir, 100,000-character keys and names, full-width keys and
+  digits, true for a count, 32 stages of 1e18 tokens on 10,000,000 GPUs, `lang` in the body;
+- the Python API's estimate_campaign (40 documents): numpy / Decimal / Fraction / bytes / complex / set / ndarray
+  values, a self-containing document, surrogates, non-text keys;
+- --eval-interval / --eval-iters (train, budget; 92 values: 0, -1, -0, 1.5, 1e3, 1e9, 1e9 + 1, 1e10, '', ' ', NaN,
+  inf, 1K, 1_000, 0x10, true, full-width digits, 10%, 2**10, 1e-9, 100.0, 30 digits), each in a campaign stage and an
+  API body too; --eval-iters without an interval (plan, a stage, an inherited interval); an interval past the run's
+  steps; 1e6 iterations every step at 1e18 tokens; with --batch-ramp (17 ramps: below a sequence, 1 sequence, linear,
+  FROM = TO, tokens, past --tokens), plan / train --days, a solved MFU or GPU count; memory / infer refuse the flags;
+- 900 random budget / train asks with every budget field at its bounds (storage, checkpoints, failure rate 1e-300 to
+  0.01, restart 0 to 7 days, prices, spot, contingencies, evaluation) and 150 random MoE layouts (tp / pp / ep / etp /
+  cp, eight frameworks, five GPUs), each answer's JSON read for NaN / Infinity.
+
+Found, each fixed where every door passes (one line naming the field, exit 2):
+
+(1) a refusal of a run that completes on demand but not on spot capacity printed numpy's 'RuntimeWarning: overflow
+    encountered in multiply' and its source line before the error line (three lines on stderr): with --failure-rate
+    1e-300 the on-demand MTBI is ~1e300 s and the largest step's tokens overflowed (jobs/plan/completes.
+    largest_step_tokens, now under np.errstate: an infinite bound is no bound, as before);
+(2) that refusal said 'on 100,000 GPUs failures come faster than a checkpoint period plus a restart (fewer GPUs, a
+    lower --failure-rate or a shorter --restart)' where only the spot run fails (--spot-preemption 100, or the default
+    0.15 reclaims a node-month on 10,000,000 GPUs with --failure-rate 1e-300, where no lower rate helps): it now says
+    the on-demand run completes and offers a lower --spot-preemption (jobs/plan/completes.no_completion, told by
+    completing_rows and check_run_completes which plans failed).
+"""
+
+import pytest
+from helpers import field_refusal, four_door_refusal
+
+pytestmark = pytest.mark.usefixtures("time_box")  # conftest: a hang fails the case, not the suite
+
+
+# ---- (1) + (2) a run that completes on demand but not on spot ----------------------------------------------------
+
+SPOT_ONLY = {"model": "gpt2", "gpu": "b200", "gpus": 100000, "tokens": "1e15", "mfu": 0.4, "failure_rate": "1e-300",
+             "spot_preemption": 100}
+"""GPT-2 on 100,000 B200s (12,500 nodes of 8): with --failure-rate 1e-300 the on-demand run has no failure to speak of,
+while 100 spot reclaims a node-month are 12,500 x 100 / (730 h x 3,600 s) = 0.48 a second, an MTBI of ~2.1 s, so the
+15-minute restart is ~430 MTBIs, past reliability.MAX_FAILURE_EXPONENT (50): the spot run never completes."""
+
+
+@pytest.mark.parametrize("job", ["train", "budget", "plan"])
+def test_1_a_spot_only_refusal_is_one_line_on_stderr(job):
+    import subprocess
+    import sys
+
+    ask = dict(SPOT_ONLY) if job != "plan" else {k: v for k, v in SPOT_ONLY.items() if k != "mfu"}
+    flags = [f"--{k.replace('_', '-')}={v}" for k, v in ask.items() if k != "model"]
+    done = subprocess.run([sys.executable, "-m", "gpuplan", job, "--model", ask["model"], *flags],
+                          capture_output=True, text=True, timeout=120)  # a warning goes to the real stderr
+    field_refusal((done.returncode, done.stdout, done.stderr), "gpus", "--spot-preemption")
+
+
+def test_2_a_spot_only_refusal_offers_a_lower_spot_preemption_at_every_door(run_cli, client, tmp_path):
+    message = four_door_refusal(run_cli, client, tmp_path, "budget", "budget", SPOT_ONLY, "gpus",
+                                "the on-demand run completes")
+    assert "a lower --spot-preemption" in message and "on spot capacity" in message, message
+
+
+def test_2_the_default_spot_rate_on_ten_million_gpus_names_spot_not_the_failure_rate(run_cli):
+    err = field_refusal(run_cli("budget", "--model", "gpt2", "--gpu", "b200", "--gpus", "1e7", "--tokens", "1e9",
+                                "--mfu", "0.4", "--failure-rate", "1e-300"), "gpus", "a lower --spot-preemption")
+    assert "a lower --failure-rate" not in err, err  # 1e-300 is the floor of nothing: the spot reclaims stop it
+
+
+def test_2_an_on_demand_refusal_keeps_its_words(run_cli):
+    err = field_refusal(run_cli("budget", "--model", "gpt2", "--gpu", "b200", "--gpus", "1e7", "--tokens", "1e9",
+                                "--mfu", "0.4", "--failure-rate", "0.01"), "gpus", "a lower --failure-rate")
+    assert "spot" not in err, err
+
+
+def test_2_a_spot_rate_the_run_survives_stays_answered(run_json):
+    ask = {**SPOT_ONLY, "spot_preemption": 0.15, "gpus": 1024}
+    out = run_json("budget", "--model", ask.pop("model"), *(f"--{k.replace('_', '-')}={v}" for k, v in ask.items()))
+    assert out["kind"] == "budget"
