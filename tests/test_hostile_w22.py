@@ -30,26 +30,30 @@ Found, each fixed where every door passes (one line naming the field, exit 2):
 
 (1) a refusal of a run that completes on demand but not on spot capacity printed numpy's 'RuntimeWarning: overflow
     encountered in multiply' and its source line before the error line (three lines on stderr): with --failure-rate
-    1e-300 the on-demand MTBI is ~1e300 s and the largest step's tokens overflowed (jobs/plan/completes.
-    largest_step_tokens, now under np.errstate: an infinite bound is no bound, as before);
+    1e-300 (refused since: (3)) the on-demand MTBI was ~1e300 s and the largest step's tokens overflowed (jobs/plan/
+    completes.largest_step_tokens, now under np.errstate: an infinite bound is no bound, as before);
 (2) that refusal said 'on 100,000 GPUs failures come faster than a checkpoint period plus a restart (fewer GPUs, a
     lower --failure-rate or a shorter --restart)' where only the spot run fails (--spot-preemption 100, or the default
-    0.15 reclaims a node-month on 10,000,000 GPUs with --failure-rate 1e-300, where no lower rate helps): it now says
+    0.15 reclaims a node-month on 10,000,000 GPUs with --failure-rate 1e-9, where no lower rate helps): it now says
     the on-demand run completes and offers a lower --spot-preemption (jobs/plan/completes.no_completion, told by
-    completing_rows and check_run_completes which plans failed).
+    completing_rows and check_run_completes which plans failed);
+(3) --failure-rate 1e-300 (any positive normal float) was taken: `budget llama-3.1-8b --gpus 64 --failure-rate 1e-300`
+    printed a checkpoint interval of 464,871,950,...,800.00 days (151 digits), and with a slow --storage-write numpy
+    overflow warnings before the refusal; the rate is now at least 1e-9 a GPU-hour, 12,000x below the lowest census
+    (core/economics/reliability.MIN_FAILURE_RATE, the schema's bound at every door and BudgetSettings').
 """
 
 import pytest
-from helpers import field_refusal, four_door_refusal
+from helpers import field_refusal, four_door_refusal, web_refusal
 
 pytestmark = pytest.mark.usefixtures("time_box")  # conftest: a hang fails the case, not the suite
 
 
 # ---- (1) + (2) a run that completes on demand but not on spot ----------------------------------------------------
 
-SPOT_ONLY = {"model": "gpt2", "gpu": "b200", "gpus": 100000, "tokens": "1e15", "mfu": 0.4, "failure_rate": "1e-300",
+SPOT_ONLY = {"model": "gpt2", "gpu": "b200", "gpus": 100000, "tokens": "1e15", "mfu": 0.4, "failure_rate": "1e-9",
              "spot_preemption": 100}
-"""GPT-2 on 100,000 B200s (12,500 nodes of 8): with --failure-rate 1e-300 the on-demand run has no failure to speak of,
+"""GPT-2 on 100,000 B200s (12,500 nodes of 8): with --failure-rate 1e-9 the on-demand run has no failure to speak of,
 while 100 spot reclaims a node-month are 12,500 x 100 / (730 h x 3,600 s) = 0.48 a second, an MTBI of ~2.1 s, so the
 15-minute restart is ~430 MTBIs, past reliability.MAX_FAILURE_EXPONENT (50): the spot run never completes."""
 
@@ -74,8 +78,8 @@ def test_2_a_spot_only_refusal_offers_a_lower_spot_preemption_at_every_door(run_
 
 def test_2_the_default_spot_rate_on_ten_million_gpus_names_spot_not_the_failure_rate(run_cli):
     err = field_refusal(run_cli("budget", "--model", "gpt2", "--gpu", "b200", "--gpus", "1e7", "--tokens", "1e9",
-                                "--mfu", "0.4", "--failure-rate", "1e-300"), "gpus", "a lower --spot-preemption")
-    assert "a lower --failure-rate" not in err, err  # 1e-300 is the floor of nothing: the spot reclaims stop it
+                                "--mfu", "0.4", "--failure-rate", "1e-9"), "gpus", "a lower --spot-preemption")
+    assert "a lower --failure-rate" not in err, err  # on demand the MTBI is ~2e5 s: the spot reclaims stop it
 
 
 def test_2_an_on_demand_refusal_keeps_its_words(run_cli):
@@ -88,3 +92,57 @@ def test_2_a_spot_rate_the_run_survives_stays_answered(run_json):
     ask = {**SPOT_ONLY, "spot_preemption": 0.15, "gpus": 1024}
     out = run_json("budget", "--model", ask.pop("model"), *(f"--{k.replace('_', '-')}={v}" for k, v in ask.items()))
     assert out["kind"] == "budget"
+
+
+# ---- (3) a failure rate below any census ---------------------------------------------------------------------------
+
+RATE_ASK = {"model": "llama-3.1-8b", "gpu": "h100", "gpus": 64, "tokens": "1T", "mfu": 0.4}
+
+
+@pytest.mark.parametrize("rate", ["1e-300", "1e-10"])
+def test_3_a_failure_rate_below_any_census_is_refused_at_every_door(run_cli, client, tmp_path, rate):
+    import gpuplan
+
+    bound = "must be >= 1e-09 and <= 0.01"
+    flags = [f"--{k.replace('_', '-')}={v}" for k, v in RATE_ASK.items() if k != "model"]
+    field_refusal(run_cli("budget", "--model", "llama-3.1-8b", *flags, f"--failure-rate={rate}"), "failure_rate", bound)
+    plan = tmp_path / "ask.yaml"  # YAML reads the rate as a number: quoted without its quotes, as every plan file's
+    plan.write_text("".join(f"{k}: {v}\n" for k, v in {**RATE_ASK, "failure_rate": rate}.items()), encoding="utf-8")
+    field_refusal(run_cli("budget", str(plan)), f"{plan}: failure_rate", bound)
+    web_refusal(client.post("/api/budget", json={**RATE_ASK, "failure_rate": float(rate)}), "failure_rate", bound)
+    with pytest.raises(gpuplan.InputError, match=f"failure_rate: got '{rate}'; {bound}"):
+        gpuplan.estimate_budget(gpuplan.BudgetInputs(**RATE_ASK, failure_rate=rate))
+
+
+def test_3_the_floor_is_answered_with_a_printable_interval(run_json):
+    out = run_json("budget", "--model", "llama-3.1-8b", "--gpu", "h100", "--gpus", "64", "--tokens", "1T",
+                   "--mfu", "0.4", "--failure-rate", "1e-9")
+    lines = {line["key"]: line for section in out["sections"] for line in section["lines"]}
+    interval = next(line for key, line in lines.items() if "interval" in key and line.get("unit") == "s")
+    # Young / Daly: sqrt(2 x checkpoint cost x MTBI), MTBI = 3,600 / (64 x 1e-9) = 5.6e10 s: a cost of seconds to
+    # minutes gives 1e5-1e7 s, far below the 1e146 days 1e-300 gave
+    assert 1e4 < interval["value"] < 1e9, interval
+
+
+def test_3_the_python_api_settings_refuse_it_too():
+    from gpuplan.errors import InputError
+    from gpuplan.jobs.budget.model import BudgetSettings, validate_settings
+
+    with pytest.raises(InputError, match="failure_rate"):
+        validate_settings(BudgetSettings(failure_rate=1e-300))
+
+
+def test_1_the_largest_step_bound_of_an_endless_mtbi_warns_nothing():
+    """largest_step_tokens on a plan whose MTBI is ~1e300 s (what --failure-rate 1e-300 gave before (3)): its bound
+    overflows to inf, no bound, without numpy's RuntimeWarning (an error here)."""
+    import warnings
+
+    import numpy as np
+
+    from gpuplan.jobs.plan.completes import largest_step_tokens
+
+    endless, spot = (1e300, 900.0, 10.0, 1e6), (2.0, 900.0, 10.0, 1e6)  # (MTBI, restart, stall, interval) s
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        bound = largest_step_tokens([[endless, spot] * 3], np.zeros(1, np.int64), np.array([1e9]))
+    assert bound == 0.0  # the spot plans' 900 s restart outlasts 50 MTBIs of 2 s: no step completes there

@@ -81,7 +81,7 @@ class BudgetFields(JobInputs):
     keep_checkpoints: Annotated[T.typed(int, T.count(1e6, whole=True)), _f(C.DEFAULT_KEEP_CHECKPOINTS, "Checkpoints kept on storage.")]
     host_copy: Annotated[GBps, _f(C.DEFAULT_HOST_COPY_BYTES_PER_S / 1e9,
                                         "Device-to-host GB/s per GPU (async checkpoint staging).")]
-    failure_rate: Annotated[T.typed(float, T.number(0, 0.01, low_open=True)), _f(
+    failure_rate: Annotated[T.typed(float, T.number(R.MIN_FAILURE_RATE, 0.01)), _f(
         R.DEFAULT_FAILURE_RATE, "Job interruptions per GPU-hour (Llama 3: 1.97e-5).")]
     restart: Annotated[T.typed(float, T.seconds(WEEK, positive=True)), _f(R.DEFAULT_RESTART_SECONDS,
                                                             "Restart time per interruption, e.g. 15min.", "15min")]

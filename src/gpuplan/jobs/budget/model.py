@@ -92,6 +92,8 @@ def validate_settings(s: BudgetSettings) -> None:
         value = getattr(s, name)
         if value is not None and not value > 0:
             raise InputError(name, value, "must be a positive number")
+    if not R.MIN_FAILURE_RATE <= s.failure_rate <= 0.01:  # the schema's bound (jobs.budget.fields), for BudgetSettings
+        raise InputError("failure_rate", s.failure_rate, f"must be >= {R.MIN_FAILURE_RATE:g} and <= 0.01")
     for name in ("restart_seconds", "spot_preemptions"):
         if getattr(s, name) < 0:
             raise InputError(name, getattr(s, name), "must be 0 or more")
