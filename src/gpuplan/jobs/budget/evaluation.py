@@ -104,6 +104,8 @@ def evaluation_assumption(settings) -> Assumption:
     else:
         iters = settings.eval_iters or E.DEFAULT_EVAL_ITERS
         value, user = f"every {settings.eval_interval:,} steps, {iters:,} forward-only iterations", True
+    if settings.eval_ramp:  # the steps they fall among (ramp_run_steps); set only beside an interval (fields.py)
+        value, user = f"{value}, counted over every step (the batch ramp's at their own batches)", True
     return Assumption("budget_eval", "in-loop evaluation", value,
                       "off as in Megatron-LM's current default (eval_interval None; eval_iters 100), torchtitan "
                       "(validation off) and HF Trainer (eval_strategy 'no'); Megatron <= core_r0.8 and GPT-NeoX "
