@@ -6,8 +6,8 @@ L209 / L219, @v0.5.1 the same; perf_recipes/gpt_oss/common.py@v0.6.0 L44). Trans
 attention layer, the sliding ones (window (127, 0), Megatron's ``window_attn_skip_freq`` 2) and their learnable
 sinks included, in cuDNN's fused attention with FP8 operands: TE 2.16 keeps FusedAttention for sinks and sliding
 windows in FP8 on sm >= 100 with cuDNN >= 9.21 (transformer_engine/pytorch/attention/dot_product_attention/
-utils.py@v2.16 L935-950 sinks, L1148-1160 windows), and under the MXFP8 recipe the attention is cuDNN's MXFP8
-SDPA (the same file, L595-606: ``fp8_recipe.mxfp8()``, cuDNN >= 9.21, not thd). The 26.06 container ships
+utils.py@v2.16 L931-950 sinks, L1148-1160 windows), and under the MXFP8 recipe the attention is cuDNN's MXFP8
+SDPA (the same file, L593-606: ``fp8_recipe.mxfp8()``, cuDNN >= 9.21, not thd). The 26.06 container ships
 cuDNN 9.21.1 (Megatron-Bridge docs/releases/software-versions.md@v0.6.0).
 
 **What it costs.** cuDNN's frontend benchmarks exactly this shape (benchmark/sdpa_benchmark_training/configs/
@@ -57,7 +57,7 @@ WINDOW_FP8_TIMES_MS = {
 
 def attention_dtype(fp8_recipe: str | None) -> str:
     """The dtype cuDNN's FP8 attention runs in under a linear recipe: 'mxfp8' under TE's MXFP8 recipe
-    (utils.py@v2.16 L595-606), else per-tensor 'fp8'."""
+    (utils.py@v2.16 L593-606), else per-tensor 'fp8'."""
     return "mxfp8" if fp8_recipe == "mxfp8" else "fp8"
 
 
