@@ -40,7 +40,13 @@ Found, each fixed where every door passes (one line naming the field, exit 2):
 (3) --failure-rate 1e-300 (any positive normal float) was taken: `budget llama-3.1-8b --gpus 64 --failure-rate 1e-300`
     printed a checkpoint interval of 464,871,950,...,800.00 days (151 digits), and with a slow --storage-write numpy
     overflow warnings before the refusal; the rate is now at least 1e-9 a GPU-hour, 12,000x below the lowest census
-    (core/economics/reliability.MIN_FAILURE_RATE, the schema's bound at every door and BudgetSettings').
+    (core/economics/reliability.MIN_FAILURE_RATE, the schema's bound at every door and BudgetSettings');
+(4) a campaign file (or body) given to budget / train / plan / memory / infer / report was refused by whichever key
+    came first: `name: got 'OLMo 3 7B base model'; unknown field; valid fields: ...` (some 100 names), `stages: ...
+    did you mean storage, storage_read, storage_write?`, or, for plan, `mfu: ... unknown field`: now `stages` is
+    named first with what to run instead (schema/base.JobInputs, a before-validator every job schema shares, so the
+    web API's POST /api/budget and the Python API say the same; commands/build.raw_inputs and commands/report name
+    it before the file's other unknown keys).
 """
 
 import pytest
@@ -146,3 +152,31 @@ def test_1_the_largest_step_bound_of_an_endless_mtbi_warns_nothing():
         warnings.simplefilter("error")
         bound = largest_step_tokens([[endless, spot] * 3], np.zeros(1, np.int64), np.array([1e9]))
     assert bound == 0.0  # the spot plans' 900 s restart outlasts 50 MTBIs of 2 s: no step completes there
+
+
+# ---- (4) a campaign given to a one-run command ---------------------------------------------------------------------
+
+CAMPAIGN_WORDS = "a `stages:` list makes a campaign"
+
+
+@pytest.mark.parametrize("job", ["budget", "train", "plan", "memory", "infer", "report"])
+def test_4_a_campaign_file_given_to_a_one_run_command_names_stages(run_cli, tmp_path, job):
+    from pathlib import Path
+
+    example = Path(__file__).resolve().parents[1] / "examples" / "olmo3-7b-campaign.yaml"
+    extra = ("--out", str(tmp_path / "r.html"), "--no-plots") if job == "report" else ()
+    err = field_refusal(run_cli(job, str(example), *extra), f"{example}: stages", CAMPAIGN_WORDS)
+    assert "gpuplan campaign" in err and "'a list of 3 stages'" in err, err
+    assert not (tmp_path / "r.html").exists()
+
+
+def test_4_a_campaign_body_names_stages_at_the_web_api_and_the_python_api(client):
+    import gpuplan
+
+    body = {"model": "llama-3.1-8b", "gpu": "h100", "mfu": 0.4, "stages": [{"tokens": "1B", "gpus": 8}]}
+    web = web_refusal(client.post("/api/budget", json=body), "stages", CAMPAIGN_WORDS)
+    with pytest.raises(gpuplan.InputError) as api:
+        gpuplan.BudgetInputs(**body)
+    assert str(api.value) == web
+    for route in ("training", "plan", "memory"):
+        web_refusal(client.post(f"/api/{route}", json=body), "stages", CAMPAIGN_WORDS)

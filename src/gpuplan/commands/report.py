@@ -41,6 +41,10 @@ def reports_for_plan(data: dict[str, Any], where: str, sections: str | tuple[str
     training = set().union(*(fields[name] for name in TRAINING_SECTIONS))
     serving_only = fields["inference"] - training
     unknown = sorted(set(data) - training - serving_only)
+    if "stages" in unknown:  # a campaign file: named with what runs it (schema.base), not as an unknown field
+        from gpuplan.schema.base import campaign_refusal
+
+        raise campaign_refusal(data["stages"], where)
     if unknown:
         raise InputError(
             f"{where}: {unknown[0]}",

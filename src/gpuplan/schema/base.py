@@ -60,6 +60,20 @@ def error_from_detail(err: Mapping[str, Any], valid: tuple[str, ...] = (), prefi
     return InputError(field, value, message[len("Value error, "):] if message.startswith("Value error, ") else message)
 
 
+CAMPAIGN_KEY = "stages"
+"""The key that makes a plan file or body a campaign (jobs/campaign/document.py STAGES_KEY; docs/campaign.md)."""
+
+
+def campaign_refusal(stages: Any, where: str | None = None) -> InputError:
+    """The refusal of a campaign's ``stages`` given to a one-run job (a plan file's: ``where`` its name): wave 22
+    found `gpuplan budget campaign.yaml` told 'name: unknown field; valid fields: ...' or 'stages: ... did you mean
+    storage?'."""
+    shown = f"a list of {len(stages)} stage{'s' * (len(stages) != 1)}" if isinstance(stages, list | tuple) else stages
+    return InputError(f"{where}: {CAMPAIGN_KEY}" if where else CAMPAIGN_KEY, shown,
+                      "a `stages:` list makes a campaign, each stage a run of its own: give it to `gpuplan campaign "
+                      "FILE`, POST /api/campaign or gpuplan.estimate_campaign (docs/campaign.md)")
+
+
 @contextmanager
 def _source(where: str | None) -> Iterator[None]:
     """Values are read from ``where`` (a plan file's name; None: flags, an API body, Python) while
@@ -91,6 +105,15 @@ class JobInputs(BaseModel):
         except ValidationError as exc:  # a cross-field check quoting a converted value: the text passed
             raise as_typed(input_error(exc, type(self)), data) from None
         _remember_typed(self, data)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _not_a_campaign(cls, data: Any) -> Any:
+        """A campaign's ``stages`` list given to a one-run job is named with what runs it (campaign_refusal), before
+        any other key of the campaign reads as an unknown field of this job."""
+        if isinstance(data, Mapping) and CAMPAIGN_KEY in data and CAMPAIGN_KEY not in cls.model_fields:
+            raise campaign_refusal(data[CAMPAIGN_KEY])
+        return data
 
     @model_validator(mode="after")
     def _defaults_from_the_model(self) -> Self:
