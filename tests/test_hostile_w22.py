@@ -46,7 +46,13 @@ Found, each fixed where every door passes (one line naming the field, exit 2):
     did you mean storage, storage_read, storage_write?`, or, for plan, `mfu: ... unknown field`: now `stages` is
     named first with what to run instead (schema/base.JobInputs, a before-validator every job schema shares, so the
     web API's POST /api/budget and the Python API say the same; commands/build.raw_inputs and commands/report name
-    it before the file's other unknown keys).
+    it before the file's other unknown keys);
+(5) --storage-read / --storage-write / --host-copy took any positive GB/s: `--storage-read 1e-300` printed 'DATA
+    LOADING (storage): step 2.1e+297 s instead of 9.57 s', `--storage-write 1e-12` (or 1e-300) was refused as
+    'failures come faster than a checkpoint period plus a restart (fewer GPUs, a lower --failure-rate or a shorter
+    --restart)', none of which shortens a checkpoint write (fewer GPUs write as long a shard each per failure-free
+    hour); each now takes at least 1 MB/s (0.001 GB/s, jobs/budget/fields.MIN_GBPS: the slow-loader case
+    tests/test_budget.py reads at 1 MB/s a node), at every door and in BudgetSettings.
 """
 
 import pytest
@@ -180,3 +186,32 @@ def test_4_a_campaign_body_names_stages_at_the_web_api_and_the_python_api(client
     assert str(api.value) == web
     for route in ("training", "plan", "memory"):
         web_refusal(client.post(f"/api/{route}", json=body), "stages", CAMPAIGN_WORDS)
+
+
+# ---- (5) a storage or host-copy rate below a megabyte a second ----------------------------------------------------
+
+@pytest.mark.parametrize("field", ["storage_read", "storage_write", "host_copy"])
+@pytest.mark.parametrize("rate", [1e-300, 1e-12, 0.0009])
+def test_5_a_rate_below_a_megabyte_a_second_is_refused_at_every_door(run_cli, client, tmp_path, field, rate):
+    import gpuplan
+
+    bound = "must be >= 0.001 and <= 1000000"
+    flags = [f"--{k.replace('_', '-')}={v}" for k, v in RATE_ASK.items() if k != "model"]
+    field_refusal(run_cli("budget", "--model", "llama-3.1-8b", *flags, f"--{field.replace('_', '-')}={rate!r}"),
+                  field, bound)
+    web_refusal(client.post("/api/budget", json={**RATE_ASK, field: rate}), field, bound)
+    with pytest.raises(gpuplan.InputError, match=f"{field}: got {rate!r}; {bound}"):
+        gpuplan.estimate_budget(gpuplan.BudgetInputs(**RATE_ASK, **{field: rate}))
+
+
+def test_5_a_megabyte_a_second_is_answered_and_the_settings_refuse_less():
+    import gpuplan
+    from gpuplan.errors import InputError
+    from gpuplan.jobs.budget.model import BudgetSettings, validate_settings
+
+    report = gpuplan.estimate_budget(gpuplan.BudgetInputs(**RATE_ASK, storage_read=0.001, storage_write=0.001,
+                                                          host_copy=0.001))
+    assert report.value("budget_usd_on_demand") > 0
+    for name in ("storage_read", "storage_write", "host_copy"):  # BudgetSettings in bytes/s
+        with pytest.raises(InputError, match=name):
+            validate_settings(BudgetSettings(**{name: 1e-300}))

@@ -43,7 +43,11 @@ def _token_bytes(value: Any, info) -> int:
     return number
 
 
-GBps = T.typed(float, T.number(0, 1e6, low_open=True))
+MIN_GBPS = 1e-3
+"""The least --storage-read / --storage-write / --host-copy taken, GB/s: 1 MB/s, the slow loader tests/test_budget.py
+reads. Below it `--storage-read 1e-300` printed a 2.1e+297 s step and `--storage-write 1e-12` a failure refusal no
+remedy it named could lift (wave 22)."""
+GBps = T.typed(float, T.number(MIN_GBPS, 1e6))
 
 
 def EvalCount(high: int):  # noqa: N802 (a type, as the others here)
