@@ -328,26 +328,14 @@ def layer_attention_seconds(spec, gpu, settings, tp) -> tuple[object, object]:
     (low_precision.fp8_attention_seconds). The CP ring hides each transfer behind one step of these
     (core.time.context_parallel.ring_exposed_per_layer)."""
     from gpuplan.core.time.efficiency import _mamf, attention_efficiency
-    from gpuplan.core.time.low_precision import attention_head_peak
-    from gpuplan.core.time.window_fp8_attention import window_fp8_seconds
+    from gpuplan.core.time.low_precision import attention_head_peak, fp8_attention_seconds
 
     exp_roof, tensor_rate = part_flash_roof(gpu)
-    # FP8 attention: full layers at low_precision's ratio, sliding head-dim-64 layers at cuDNN's measured one
-    return window_fp8_seconds(settings.fp8_attention, gpu.id, settings.fp8_recipe, spec, settings.seq_len,
-                              attention_seconds_per_token(
+    return fp8_attention_seconds(settings.fp8_attention, gpu.id, spec, attention_seconds_per_token(
         spec, settings.seq_len, tp, kernel=settings.attention_kernel, peak=attention_head_peak(gpu, settings.dtype),
         efficiency=settings.attention_efficiency or attention_efficiency(gpu), mamf=_mamf(gpu),
         hbm_bytes_per_s=gpu.memory_bandwidth * settings.hbm_efficiency, dropout=settings.attention_dropout,
-        tensor_flops_per_exp=exp_roof, tensor_rate=tensor_rate), sliding_flops_share(spec, settings.seq_len))
-
-
-def sliding_flops_share(spec, seq_len):
-    """The sliding-window layers' share of the flash forward FLOPs per token (0 without them): the share of
-    the flash time they take, which is linear in those FLOPs (flash_passes)."""
-    if not spec.num_sliding_layers:
-        return 0.0
-    executed = flops_per_key(spec) * flash_executed_keys(seq_len, spec.sliding_window)
-    return spec.num_sliding_layers * executed / spec.num_layers / flash_forward_flops_per_token(spec, seq_len)
+        tensor_flops_per_exp=exp_roof, tensor_rate=tensor_rate))
 
 
 def attention_forward_share(spec, gpu, settings, tp):

@@ -79,8 +79,7 @@ def precision_class(dtype: str) -> str:
 # the FP8 / BF16 time ratio at the shortest length it ran (8,192, batch 2, causal, non-deterministic
 # backward), per query/key head dim: 128 (Llama 3.1, 64 heads) and 192 (DeepSeek-V3's MLA, 192 / 128).
 # (forward, backward). B200 / B300 carry their Grace parts' ratios (the same die, SM100 / SM103). Head
-# dims the benchmark did not run (GPT-OSS's 64, full causal) keep the BF16 time; GPT-OSS's sliding-window layers
-# take the same benchmark's gpt_oss results (core.time.window_fp8_attention). Nothing fitted.
+# dims the benchmark did not run (GPT-OSS's 64) keep the BF16 time. Nothing fitted.
 # Two approximations, not corrected: (1) the ratio is measured at 8,192 tokens but applied at the rows'
 # length, 4,096 for all 21 FP8-attention rows (Qwen3-30B-A3B 6, GPT-OSS 120B 6, Qwen3-235B-A22B 5,
 # DeepSeek-V3 4; 13 GB300, 7 GB200, 1 B300; GPT-OSS's head dim 64 takes no ratio): the benchmark has no
