@@ -52,7 +52,11 @@ Found, each fixed where every door passes (one line naming the field, exit 2):
     'failures come faster than a checkpoint period plus a restart (fewer GPUs, a lower --failure-rate or a shorter
     --restart)', none of which shortens a checkpoint write (fewer GPUs write as long a shard each per failure-free
     hour); each now takes at least 1 MB/s (0.001 GB/s, jobs/budget/fields.MIN_GBPS: the slow-loader case
-    tests/test_budget.py reads at 1 MB/s a node), at every door and in BudgetSettings.
+    tests/test_budget.py reads at 1 MB/s a node), at every door and in BudgetSettings;
+(6) `plan llama-3.1-8b --days 1 --tokens 1T --eval-interval 1 --eval-iters 100` was refused as 'the fastest layout
+    needs 21.5 min before failures and checkpoints, 1.04 days with them': the 70x is the in-loop evaluation the
+    deadline weighs (jobs.budget.evaluation.work_factors), not failures; the refusal (and the default week's note)
+    now say 'before failures, checkpoints and in-loop evaluation' when an interval is given (jobs/plan/deadline.py).
 """
 
 import pytest
@@ -215,3 +219,15 @@ def test_5_a_megabyte_a_second_is_answered_and_the_settings_refuse_less():
     for name in ("storage_read", "storage_write", "host_copy"):  # BudgetSettings in bytes/s
         with pytest.raises(InputError, match=name):
             validate_settings(BudgetSettings(**{name: 1e-300}))
+
+
+# ---- (6) a deadline refusal that weighs evaluations says so --------------------------------------------------------
+
+def test_6_a_deadline_refusal_with_evaluation_names_it(run_cli, client):
+    ask = ("plan", "--model", "llama-3.1-8b", "--gpu", "h100", "--days", "1")
+    err = field_refusal(run_cli(*ask, "--tokens", "1T", "--eval-interval", "1", "--eval-iters", "100"), "days",
+                        "before failures, checkpoints and in-loop evaluation, ")
+    body = {"model": "llama-3.1-8b", "gpu": "h100", "days": 1, "tokens": "1T", "eval_interval": 1, "eval_iters": 100}
+    assert f"error: {web_refusal(client.post('/api/plan', json=body), 'days')}\n" == err
+    plain = field_refusal(run_cli(*ask, "--tokens", "1e14"), "days", "before failures and checkpoints, ")
+    assert "evaluation" not in plain, plain

@@ -67,7 +67,9 @@ def deadline_rows(inputs, fitting: LayoutTable, counts) -> tuple[LayoutTable, st
     if not len(meets):
         quickest = int(np.argmin(fitting["days_with_failures"]))  # fastest as the deadline measures it
         quickest_s = fitting["days"][quickest] * SECONDS_PER_DAY  # '0.0 days' at 1,500 s before
-        fastest = (f"the fastest layout needs {format_duration(quickest_s)} before failures and checkpoints, "
+        besides = ("failures, checkpoints and in-loop evaluation" if getattr(inputs, "eval_interval", None) else
+                   "failures and checkpoints")  # days_with_failures weighs the evaluations (completes.work_factors)
+        fastest = (f"the fastest layout needs {format_duration(quickest_s)} before {besides}, "
                    f"{format_duration(fitting['days_with_failures'][quickest] * SECONDS_PER_DAY)} with them, "
                    f"on {plural(int(fitting['gpus'][quickest]), 'GPU')}")
         if inputs.days is not None:  # a deadline the user gave: refused, with what would be needed
