@@ -32,8 +32,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-import numpy as np
-
 # Megatron-LM's --eval-iters default (training_config.py@d98e8a6 L115 ValidationConfig.eval_iters = 100;
 # arguments.py@core_r0.8.0 L1472 default=100) and GPT-NeoX's (neox_arguments/neox_args.py@ea7aefd L1344)
 DEFAULT_EVAL_ITERS = 100
@@ -97,6 +95,8 @@ def ramp_run_steps(tokens: float, global_batch_tokens, phases: tuple[tuple[float
     rest of ``tokens`` at ``global_batch_tokens`` (module docstring: Megatron's update_train_iters); run_steps
     without phases. ``global_batch_tokens`` may be an array (the layout search's rows: an array back). Phases past
     ``tokens`` are refused by the schema (schema.batch_ramp_field)."""
+    import numpy as np  # on use: the budget schema reads this module's defaults and imports no numpy (test_startup)
+
     batch = np.asarray(global_batch_tokens, dtype=float)
     ramp = sum(math.ceil(t / b - 1e-9) for t, b in phases)
     rest = tokens - sum(t for t, _ in phases)
