@@ -60,12 +60,16 @@ A100 40GB with their GPT-NeoX configurations' layouts (tests/test_gpu_hours_w15.
 SIXTH_SET = ("olmo3-7b", "olmo3-32b")
 """The sixth set by the same criterion (wave 19, 0e0352d6): OLMo 3 7B and 32B, stage-1 pretraining on 512 / 1,024 H100
 (OLMo-core's OLMo3 README and scripts), the developers' quoted totals (tests/test_gpu_hours_w19.py)."""
+SEVENTH_SET = ("bloomberggpt-50b",)
+"""The seventh set by the same criterion (wave 20): BloombergGPT 50.6B on 512 A100 40GB for ~53 days (arXiv:2303.17564
+Secs. 3.3-4, read in a stored full-text copy), its shape a catalog entry (tests/test_gpu_hours_w20.py)."""
 PREDICTED_SETS = (("issue 15's runs, the 15% bar", ISSUE_15_RUNS),
                   ("second set (issue 37), not in the bar", SECOND_SET),
                   ("third set (wave 7), not in the bar", THIRD_SET),
                   ("fourth set (wave 13), not in the bar", FOURTH_SET),
                   ("fifth set (wave 15), not in the bar", FIFTH_SET),
-                  ("sixth set (wave 19), not in the bar", SIXTH_SET))
+                  ("sixth set (wave 19), not in the bar", SIXTH_SET),
+                  ("seventh set (wave 20), not in the bar", SEVENTH_SET))
 STATED = ("recompute", "attention_kernel", "nic_gbit_per_gpu", "framework", "implementation", "ep_a2a_overlap",
           "ep_dispatcher", "dp_overlap", "tp_overlap", "sequence_parallel",
           "grad_all_reduce", "grad_dtype", "tp_comm_dtype", "partition_activations", "eval_interval", "eval_iters")
