@@ -56,7 +56,12 @@ Found, each fixed where every door passes (one line naming the field, exit 2):
 (6) `plan llama-3.1-8b --days 1 --tokens 1T --eval-interval 1 --eval-iters 100` was refused as 'the fastest layout
     needs 21.5 min before failures and checkpoints, 1.04 days with them': the 70x is the in-loop evaluation the
     deadline weighs (jobs.budget.evaluation.work_factors), not failures; the refusal (and the default week's note)
-    now say 'before failures, checkpoints and in-loop evaluation' when an interval is given (jobs/plan/deadline.py).
+    now say 'before failures, checkpoints and in-loop evaluation' when an interval is given (jobs/plan/deadline.py);
+(7) a calibration that is neither a document nor a name, or a name past 128 characters, was refused in two words by
+    the web API: POST /api/budget 'give the calibration JSON document (an object) or a file name from the server's
+    --calibration-dir' (web/models.py), a campaign stage (and its defaults) 'give the calibration
+    JSON document itself, or a file name (letters, ...)' (web/service.calibration_document): both now check
+    through web/calibration_value.py, so both say the first.
 """
 
 import pytest
@@ -231,3 +236,15 @@ def test_6_a_deadline_refusal_with_evaluation_names_it(run_cli, client):
     assert f"error: {web_refusal(client.post('/api/plan', json=body), 'days')}\n" == err
     plain = field_refusal(run_cli(*ask, "--tokens", "1e14"), "days", "before failures and checkpoints, ")
     assert "evaluation" not in plain, plain
+
+
+# ---- (7) the web's calibration refusal in one wording -------------------------------------------------------------
+
+@pytest.mark.parametrize("value", [1.5, True, [1], "x" * 129])
+def test_7_a_campaign_stage_s_calibration_is_refused_as_the_budget_s(client, value):
+    ask = {"model": "llama-3.1-8b", "gpu": "h100", "gpus": 8, "tokens": "1B", "mfu": 0.4}
+    budget = web_refusal(client.post("/api/budget", json={**ask, "calibration": value}), "calibration")
+    stage = web_refusal(client.post("/api/campaign", json={"stages": [{**ask, "calibration": value}]}),
+                        "stages[0].calibration")
+    default = web_refusal(client.post("/api/campaign", json={"calibration": value, "stages": [ask]}), "calibration")
+    assert stage == f"stages[0].{budget}" and default == budget, (budget, stage, default)

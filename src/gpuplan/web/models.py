@@ -12,6 +12,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema
 
 from gpuplan.errors import InputError
+from gpuplan.web.calibration_value import CALIBRATION_NAME_CHARS, calibration_value  # one check, two doors
 
 EXAMPLES = {
     "training": {"params": "7B", "tokens": "2T", "gpu": "a100", "days": 7, "mfu": "40%"},
@@ -26,23 +27,8 @@ CONFIG_HELP = ("A Hugging Face config.json pasted as a JSON object, instead of m
                "(VLM configs: the text_config is used).")
 
 
-CALIBRATION_NAME_CHARS = 128
 CALIBRATION_SCHEMA = {"anyOf": [{"type": "object"}, {"type": "string", "maxLength": CALIBRATION_NAME_CHARS},
                                 {"type": "null"}]}
-
-
-def calibration_value(value: Any) -> Any:
-    """A calibration document (an object) or a file name of at most 128 characters, checked as
-    one field: a union would name its failing member (``calibration.dict[str,any]``) instead."""
-    if value is None or isinstance(value, dict):
-        return value
-    if not isinstance(value, str):
-        raise InputError("calibration", type(value).__name__, "give the calibration JSON document (an object) or a "
-                         "file name from the server's --calibration-dir")
-    if len(value) > CALIBRATION_NAME_CHARS:
-        raise InputError("calibration", value, f"a calibration file name is at most {CALIBRATION_NAME_CHARS} "
-                         "characters (letters, digits, '.', '_', '-')")
-    return value
 
 
 def door_position_limit(inputs: Any) -> int | None:

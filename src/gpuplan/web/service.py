@@ -197,6 +197,9 @@ def calibration_document(value: Any, folder: str | None) -> dict[str, Any]:
     operator gave (`gpuplan serve --calibration-dir DIR`); never a path."""
     if isinstance(value, dict):
         return value
+    from gpuplan.web.calibration_value import calibration_value
+
+    calibration_value(value)  # a type or length the request models refuse, in their words (a campaign's stage too)
     if not isinstance(value, str) or not CALIBRATION_NAME.match(value) or ".." in value:
         raise InputError("calibration", value if isinstance(value, str) else type(value).__name__,
                          "give the calibration JSON document itself, or a file name (letters, digits, '.', '_', "
