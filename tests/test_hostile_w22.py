@@ -61,7 +61,11 @@ Found, each fixed where every door passes (one line naming the field, exit 2):
     the web API: POST /api/budget 'give the calibration JSON document (an object) or a file name from the server's
     --calibration-dir' (web/models.py), a campaign stage (and its defaults) 'give the calibration
     JSON document itself, or a file name (letters, ...)' (web/service.calibration_document): both now check
-    through web/calibration_value.py, so both say the first.
+    through web/calibration_value.py, so both say the first;
+(8) `campaign FILE --full --format markdown` headed each stage's report with its name as written: a stage named
+    '<img src=x onerror=alert(1)>' or 'a | b' put raw HTML in the Markdown (the campaign's title, the table and every
+    report's text go through report.render.md_text, which writes '<' as &lt; and escapes '|'); the heading now does
+    too (commands/campaign.write).
 """
 
 import pytest
@@ -248,3 +252,17 @@ def test_7_a_campaign_stage_s_calibration_is_refused_as_the_budget_s(client, val
                         "stages[0].calibration")
     default = web_refusal(client.post("/api/campaign", json={"calibration": value, "stages": [ask]}), "calibration")
     assert stage == f"stages[0].{budget}" and default == budget, (budget, stage, default)
+
+
+# ---- (8) a stage's name in the --full Markdown heading ------------------------------------------------------------
+
+def test_8_a_stage_name_in_the_full_markdown_heading_is_escaped(run_cli, tmp_path):
+    plan = tmp_path / "names.yaml"
+    plan.write_text("model: llama-3.1-8b\ngpu: h100\nmfu: 0.4\nstages:\n"
+                    "  - {name: '<img src=x onerror=alert(1)>', tokens: 1B, gpus: 8}\n"
+                    "  - {name: 'a | b', tokens: 1B, gpus: 8}\n", encoding="utf-8")
+    code, out, err = run_cli("campaign", str(plan), "--full", "--format", "markdown")
+    assert code == 0, err
+    heads = [line for line in out.splitlines() if line.startswith("## stages[")]
+    assert heads == ["## stages[0]: &lt;img src=x onerror=alert(1)>", "## stages[1]: a \\| b"], heads
+    assert "<img" not in out

@@ -49,9 +49,12 @@ def write(answer, fmt: str, as_json: bool, full: bool) -> None:
         sys.stdout.write(json.dumps(answer.to_dict(), indent=2, default=_json_default, allow_nan=False) + "\n")
         return
     if full:
+        from gpuplan.report.render import md_text
+
         head = {"markdown": "## {}: {}\n\n", "csv": "# {}: {}\n"}.get(fmt, "== {}: {}\n")
-        for stage in answer.stages:
-            sys.stdout.write(head.format(stage.stage.label, stage.stage.name))
+        for stage in answer.stages:  # a name in Markdown as every Markdown text is written ('<' as &lt;, '|' escaped)
+            name = md_text(stage.stage.name) if fmt == "markdown" else stage.stage.name
+            sys.stdout.write(head.format(stage.stage.label, name))
             emit(stage.report, fmt, False, True)
             sys.stdout.write("\n")
     from gpuplan.jobs.campaign.report import campaign_report
