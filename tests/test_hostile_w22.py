@@ -65,7 +65,11 @@ Found, each fixed where every door passes (one line naming the field, exit 2):
 (8) `campaign FILE --full --format markdown` headed each stage's report with its name as written: a stage named
     '<img src=x onerror=alert(1)>' or 'a | b' put raw HTML in the Markdown (the campaign's title, the table and every
     report's text go through report.render.md_text, which writes '<' as &lt; and escapes '|'); the heading now does
-    too (commands/campaign.write).
+    too (commands/campaign.write);
+(9) the Python API quoted a refused value with repr(): a 100,000-deep list (`BudgetInputs(gpus=deep)`, a campaign
+    stage's value, an unknown field's, a model) ended in RecursionError, a traceback where every other door (the
+    CLI's and the web's nesting limits) refuses; errors.shown now quotes what repr cannot reach with reprlib's depth
+    limit.
 """
 
 import pytest
@@ -266,3 +270,25 @@ def test_8_a_stage_name_in_the_full_markdown_heading_is_escaped(run_cli, tmp_pat
     heads = [line for line in out.splitlines() if line.startswith("## stages[")]
     assert heads == ["## stages[0]: &lt;img src=x onerror=alert(1)>", "## stages[1]: a \\| b"], heads
     assert "<img" not in out
+
+
+# ---- (9) a value nested past the interpreter's recursion limit, through the Python API -----------------------------
+
+def _deep(levels: int = 100_000) -> list:
+    top = current = []
+    for _ in range(levels):
+        current.append([])
+        current = current[0]
+    return top
+
+
+@pytest.mark.parametrize("ask", [{"gpus": "deep"}, {"foo": "deep"}, {"model": "deep"}])
+def test_9_a_value_nested_past_the_recursion_limit_is_an_input_error(ask):
+    import gpuplan
+
+    fields = {"model": "llama-3.1-8b", **{k: _deep() for k in ask}}
+    with pytest.raises(gpuplan.InputError) as refused:
+        gpuplan.BudgetInputs(**fields)
+    assert str(refused.value).startswith(f"{next(iter(ask))}: got [[[") and len(str(refused.value)) < 2000  # the value cut, not 100,000 levels
+    with pytest.raises(gpuplan.InputError, match=r"^stages\[0\]\."):
+        gpuplan.estimate_campaign({"model": "llama-3.1-8b", "stages": [{"tokens": "1B", **fields}]})

@@ -50,8 +50,11 @@ def shown(value: object) -> str:
     if isinstance(value, str):
         return repr(value) if len(value) <= MAX_SHOWN_CHARS else \
             f"{value[:MAX_SHOWN_CHARS]!r}... ({len(value):,} characters)"
-    text = repr(value)
-    if len(text) <= MAX_SHOWN_CHARS:
+    try:
+        text = repr(value)
+    except RecursionError:  # nested past the interpreter's limit (a Python API caller's 100,000-deep list)
+        text = ""
+    if text and len(text) <= MAX_SHOWN_CHARS:
         return text
     import reprlib  # only an over-long value needs it
 
