@@ -69,7 +69,8 @@ Found, each fixed where every door passes (one line naming the field, exit 2):
 (9) the Python API quoted a refused value with repr(): a 100,000-deep list (`BudgetInputs(gpus=deep)`, a campaign
     stage's value, an unknown field's, a model) ended in RecursionError, a traceback where every other door (the
     CLI's and the web's nesting limits) refuses; errors.shown now quotes what repr cannot reach with reprlib's depth
-    limit.
+    limit; likewise an int of 5,000 digits as `gpu`, `model` or an unknown field (Python's 4,300-digit limit on
+    int-to-text raised ValueError out of repr), and an object whose own repr raises, now quoted by size or type.
 """
 
 import pytest
@@ -292,3 +293,18 @@ def test_9_a_value_nested_past_the_recursion_limit_is_an_input_error(ask):
     assert str(refused.value).startswith(f"{next(iter(ask))}: got [[[") and len(str(refused.value)) < 2000  # the value cut, not 100,000 levels
     with pytest.raises(gpuplan.InputError, match=r"^stages\[0\]\."):
         gpuplan.estimate_campaign({"model": "llama-3.1-8b", "stages": [{"tokens": "1B", **fields}]})
+
+
+class _Unprintable:
+    def __repr__(self):
+        raise RuntimeError("no repr")
+
+
+@pytest.mark.parametrize("field", ["gpu", "model", "foo", "gpus"])
+@pytest.mark.parametrize("value, quoted", [(10**5000, "an integer of about 5,001 digits"), (_Unprintable(), "_Unprintable")],
+                         ids=["int-5001-digits", "unprintable"])
+def test_9_a_value_repr_cannot_print_is_an_input_error(field, value, quoted):
+    import gpuplan
+
+    with pytest.raises(gpuplan.InputError, match=f"^{field}: got .*{quoted}"):
+        gpuplan.BudgetInputs(**{"model": "llama-3.1-8b", field: value})

@@ -54,13 +54,20 @@ def shown(value: object) -> str:
         text = repr(value)
     except RecursionError:  # nested past the interpreter's limit (a Python API caller's 100,000-deep list)
         text = ""
+    except Exception:  # an int past Python's 4,300-digit int-to-text limit (ValueError), or a Python API caller's
+        if isinstance(value, int):  # object whose own repr raises: its size or type, not a traceback
+            return f"an integer of about {int(value.bit_length() * 0.30103) + 1:,} digits"  # core.units' words
+        return f"a {type(value).__name__}"
     if text and len(text) <= MAX_SHOWN_CHARS:
         return text
     import reprlib  # only an over-long value needs it
 
     cut = reprlib.Repr()
     cut.maxlevel, cut.maxstring, cut.maxother = 3, MAX_SHOWN_CHARS // 2, MAX_SHOWN_CHARS // 2
-    return cut.repr(value)[:MAX_SHOWN_CHARS]
+    try:
+        return cut.repr(value)[:MAX_SHOWN_CHARS]
+    except Exception:  # a big int inside a container, or an unprintable member
+        return f"a {type(value).__name__}"
 
 
 def printable(text: str) -> str:
