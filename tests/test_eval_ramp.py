@@ -27,6 +27,32 @@ def test_ramp_steps_by_hand():
     assert E.evaluations(1300, 100) == 14  # 1,300 // 100 + 1
 
 
+def _megatron_walk(tokens, steady, phases):
+    """Megatron's update_train_iters walk (training.py@d98e8a6 L2161-2171): each step consumes the batch of the phase
+    its first token falls in, until the tokens are consumed."""
+    ends = np.cumsum([t for t, _ in phases])
+    consumed, steps = 0.0, 0
+    while consumed < tokens - 1e-6:
+        k = int(np.searchsorted(ends, consumed, side="right"))
+        consumed += phases[k][1] if k < len(phases) else steady
+        steps += 1
+    return steps
+
+
+def test_a_linear_phase_counts_its_steps_once():
+    # review s20 M2: 5B:64-256 arrives as 256 sub-steps; a ceil each counted 11,326 steps where the walk takes 11,200
+    inputs = BudgetInputs(model="llama-3.1-8b", tokens="10B", gpus=64, seq_len=4096, global_batch=512,
+                          batch_ramp="5B:64-256", mfu="predicted", eval_interval=100)
+    ramp = inputs.budget_settings().eval_ramp
+    assert len(ramp) == 256
+    counted = E.ramp_run_steps(1e10, 512 * 4096.0, ramp)
+    walk = _megatron_walk(1e10, 512 * 4096.0, ramp)
+    assert 11_150 < walk < 11_250 and abs(counted - walk) <= 1
+    # and the single-phase case by the walk as well (1,908 + 4,292 = 6,200 by hand, below)
+    assert _megatron_walk(1e10, 2_097_152.0, ((1e9, 524_288.0),)) == E.ramp_run_steps(1e10, 2_097_152.0,
+                                                                                      ((1e9, 524_288.0),)) == 6200
+
+
 def test_settings_carry_the_ramp_in_tokens():
     # --batch-ramp 1B:128 at 4,096 tokens a sequence: one phase of 1e9 tokens at 524,288 tokens a step
     inputs = BudgetInputs(model="llama-3.1-8b", tokens="10B", gpus=64, seq_len=4096, global_batch=512,
@@ -47,7 +73,7 @@ def test_budget_counts_the_ramp_steps(run_cli):
     assert code == 0, err
     lines = {line["key"]: line for sec in json.loads(out)["sections"] for line in sec["lines"]}
     assert lines["eval_steps"]["value"] == 6200 and lines["eval_count"]["value"] == 63
-    assert "ceil(1e+09 / 524,288)" in lines["eval_steps"]["formula"]
+    assert "= 1,908 steps" in lines["eval_steps"]["formula"] and "ceil(9e+09 / 2,097,152)" in lines["eval_steps"]["formula"]
     code, out, err = run_cli(*args)
     assert code == 0, err
     lines = {line["key"]: line for sec in json.loads(out)["sections"] for line in sec["lines"]}
@@ -64,3 +90,49 @@ def test_search_rows_count_the_ramp_steps():
     share = step_forward_share(spec, inputs, RECOMPUTE_MODES[0])
     factors = work_factors(inputs, spec, table, settings)
     assert factors == pytest.approx([1 + 63 * 10 * share / 4769, 1 + 41 * 10 * share / 2385], rel=1e-12)
+
+
+RAMP_ASK = ("llama-3.1-8b", "--tokens", "10B", "--gpus", "64", "--gpu", "a100", "--global-batch", "512",
+            "--seq-len", "4096", "--batch-ramp", "5B:64", "--eval-interval", "100")
+
+
+def _lines(out):
+    return {line["key"]: line["value"] for sec in json.loads(out)["sections"] for line in sec["lines"]}
+
+
+def test_budget_train_and_plan_charge_evaluations_at_the_steady_step(run_cli):
+    # review s20 M1: under a ramp the budget's step (wall-clock / steps) is the ramp's average, 2% above the steady
+    # one here; each evaluation runs the full batch, so all three answers charge the steady step (plan's own layout
+    # step) and agree on the expected wall-clock (before: budget / train 277.80 s an evaluation and 99,816 s, plan
+    # 271.86 s and 98,533 s)
+    answers = {}
+    for command, extra in (("budget", ("--mfu", "predicted")), ("train", ("--mfu", "predicted")), ("plan", ())):
+        code, out, err = run_cli(command, *RAMP_ASK, *extra, "--json")
+        assert code == 0, err
+        answers[command] = _lines(out)
+    plan = answers["plan"]
+    for command in ("budget", "train"):
+        for key in ("eval_steps", "eval_count", "eval_seconds_each", "fail_wall_seconds"):
+            assert answers[command][key] == pytest.approx(plan[key], rel=1e-9), (command, key)
+    # the steady step: plan's layout's own step x iters x forward share (100 iterations, 1/3 without recompute)
+    assert plan["eval_seconds_each"] == pytest.approx(100 * plan["best_step_seconds"] / 3, rel=1e-6)
+
+
+def test_the_deadline_search_adds_evaluations_beside_the_ramp(run_cli):
+    # the search's row for the chosen layout holds the days with failures the chosen layout's budget prints: days x
+    # share = steady days x (ramp + e) x the failures' share, not steady days x ramp x (1 + e) (jobs.plan.ramp_days)
+    from gpuplan.jobs.plan.schema import PlanInputs
+    from gpuplan.jobs.plan.search import search
+
+    code, out, err = run_cli("plan", *RAMP_ASK, "--json")
+    assert code == 0, err
+    plan = _lines(out)
+    found = search(PlanInputs(model="llama-3.1-8b", tokens="10B", gpus=64, gpu="a100", global_batch=512,
+                              seq_len=4096, batch_ramp="5B:64", eval_interval=100))
+    t = found.table
+    row = np.flatnonzero((t["dp"] == 64) & (t["tp"] == 1) & (t["pp"] == 1) & (t["cp"] == 1) & (t["zero"] == 1)
+                         & (t["micro_batch"] == 1) & (t["recompute"] == 0))
+    assert len(row) == 1
+    # 98,525 s against 98,533 (the search's failure shares are made per GPU count and scaled by 1 + e; the budget
+    # runs its failure model on the work with the evaluations in it); before the mend 99,808 s, 1.3% over
+    assert t["days_with_failures"][row[0]] * 86400 == pytest.approx(plan["fail_wall_seconds"], rel=1e-3)

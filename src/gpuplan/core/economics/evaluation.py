@@ -8,10 +8,13 @@ global batch). Megatron evaluates at every iteration with ``iteration % eval_int
 L4915) and once more after training (L2077 ``if args.do_valid``), and sizes its validation set for
 ``train_iters // eval_interval + 1`` evaluations (L5436): the count used here. Under a batch ramp (a step
 batch-size schedule) ``train_iters`` counts every step at the batch it runs (update_train_iters L2155-2176: each
-iteration consumes the current global batch until train_samples), and each evaluation still runs the full
-``eval_global_batch_size``, which defaults to the (final) global batch (arguments.py@d98e8a6 L708-709), so a
-ramp adds evaluations of the steady cost: steps = sum over phases of ceil(phase tokens / phase batch tokens)
-+ ceil(the rest / the steady batch tokens) (ramp_run_steps).
+iteration consumes the current global batch until train_samples, a step that crosses into the next phase running
+at the earlier batch), so steps ~= ceil(sum over the ramp of its tokens / its batch tokens) + ceil(the rest / the
+steady batch tokens) (ramp_run_steps; within a step of Megatron's walk). Each evaluation is charged at the steady
+batch: Megatron <= core_r0.8.0's --rampup-batch-size keeps --global-batch-size as the final batch, which
+evaluate() runs (training.py@core_r0.8.0 L1276-1279); at d98e8a6 a step schedule forbids --global-batch-size
+(arguments.py L698-703), so its evaluations take --eval-global-batch-size, or micro-batch x dp where that is not
+given (L704-711): smaller than charged here (docs/budget.md 4a).
 
     evaluations          n_e = floor(steps / eval_interval) + 1
     forward share        f   = forward FLOPs / (forward + backward + recompute FLOPs) of a training step
@@ -51,7 +54,7 @@ class InLoopEvaluation:
     """The evaluations of one run and their failure-free wall-clock on the run's GPUs."""
 
     steps: int
-    """Optimizer steps of the run: ceil(tokens / global batch tokens)."""
+    """Optimizer steps of the run: ceil(tokens / global batch tokens), or under a batch ramp ramp_run_steps'."""
     interval: int
     """Optimizer steps between evaluations (--eval-interval)."""
     iters: int
@@ -98,7 +101,9 @@ def ramp_run_steps(tokens: float, global_batch_tokens, phases: tuple[tuple[float
     import numpy as np  # on use: the budget schema reads this module's defaults and imports no numpy (test_startup)
 
     batch = np.asarray(global_batch_tokens, dtype=float)
-    ramp = sum(math.ceil(t / b - 1e-9) for t, b in phases)
+    # one ceil over the whole ramp: a linear phase arrives as LINEAR_STEPS sub-steps (schema.batch_ramp_field), and
+    # a ceil each would add up to one step per sub-step (review s20 M2: 5B:64-256 counted 11,326 steps, not 11,200)
+    ramp = math.ceil(sum(t / b for t, b in phases) - 1e-9) if phases else 0
     rest = tokens - sum(t for t, _ in phases)
     steady = np.ceil(rest / batch - 1e-9) if rest > 0 else np.zeros_like(batch)
     steps = np.maximum(1.0, ramp + steady)

@@ -51,13 +51,14 @@ def compute_budget(spec: ModelSpec, gpu: Accelerator, *, gpus: float, wall_secon
                    recipe: str = "mixed", zero: int = 1, model_parallel: int = 1,
                    settings: BudgetSettings | None = None, batch_asked: bool = False,
                    wall_range: tuple[float, float] | None = None, granule: int | None = None,
-                   forward_share: float | None = None) -> Budget:
+                   forward_share: float | None = None, eval_step_seconds: float | None = None) -> Budget:
     """All budget sections, their assumptions, the cluster-size table and notes for one run
     (``batch_asked``: the user gave the global batch, which ``global_batch_tokens`` then holds;
     ``wall_range``: the failure-free wall-clock's low and high ends, s, carried into the failure range;
     ``granule``: tokens of one sequence on each of the layout's dp x micro-batch slots, the unit a refusal's
     offered batch is rounded down to, jobs.plan.completes.largest_step_tokens; ``forward_share``: forward / step
-    FLOPs, the in-loop evaluations' cost, jobs.budget.evaluation.step_forward_share). Completion is tested at the point
+    FLOPs, the in-loop evaluations' cost, jobs.budget.evaluation.step_forward_share; ``eval_step_seconds``: the steady
+    batch's step the evaluations run at, where the run's own step is a batch ramp's average). Completion is tested at the point
     (the step the answer prints); a range end that does not complete is printed so (failure_section), not refused."""
     from gpuplan.jobs.plan.completes import check_run_completes
 
@@ -66,7 +67,7 @@ def compute_budget(spec: ModelSpec, gpu: Accelerator, *, gpus: float, wall_secon
     run = run_facts(spec, gpu, gpus=gpus, wall_seconds=wall_seconds, gpu_hours=gpu_hours, tokens=tokens,
                     global_batch_tokens=global_batch_tokens, step_seconds=step_seconds, recipe=recipe, zero=zero,
                     model_parallel=model_parallel)
-    evaluation = EV.in_loop_evaluation(run, s, forward_share)
+    evaluation = EV.in_loop_evaluation(run, s, forward_share, eval_step_seconds)
     run = EV.with_evaluation(run, evaluation)
     check_run_completes(run, s, batch_asked, granule)  # the search door's test (jobs.plan.completes), one refusal for both
     main = scenario(run, s, run.gpus)
@@ -116,7 +117,8 @@ def budget_sections(spec: ModelSpec, gpu: Accelerator, *, gpus: float, wall_seco
 def wall_with_failures(spec: ModelSpec, gpu: Accelerator, settings: BudgetSettings, *, gpus: float,
                        work_seconds: float, tokens: float, global_batch_tokens: float | None = None,
                        step_seconds: float | None = None, recipe: str = "mixed", zero: int = 1,
-                       model_parallel: int = 1, forward_share: float | None = None) -> float:
+                       model_parallel: int = 1, forward_share: float | None = None,
+                       eval_step_seconds: float | None = None) -> float:
     """The budget's "expected wall-clock with failures" (on-demand: interruptions, restarts, lost
     work and checkpoint stalls; Daly 2006 via core.economics.reliability) of ``work_seconds`` of
     failure-free training on ``gpus`` GPUs, the settings' in-loop evaluations added (``forward_share`` as
@@ -125,7 +127,7 @@ def wall_with_failures(spec: ModelSpec, gpu: Accelerator, settings: BudgetSettin
     run = run_facts(spec, gpu, gpus=gpus, wall_seconds=work_seconds, gpu_hours=work_seconds * gpus / 3600,
                     tokens=tokens, global_batch_tokens=global_batch_tokens, step_seconds=step_seconds,
                     recipe=recipe, zero=zero, model_parallel=model_parallel)
-    run = EV.with_evaluation(run, EV.in_loop_evaluation(run, settings, forward_share))
+    run = EV.with_evaluation(run, EV.in_loop_evaluation(run, settings, forward_share, eval_step_seconds))
     try:
         return scenario(run, settings, run.gpus).on_demand.wall_seconds
     except InputError:  # failures faster than a checkpoint period: no run completes on these GPUs

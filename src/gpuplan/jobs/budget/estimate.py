@@ -37,7 +37,8 @@ def estimate_budget(inputs: TrainingInputs) -> Report:
                             model_parallel=plan.layout.tp * plan.layout.pp, settings=used.budget_settings(),
                             batch_asked=inputs.global_batch is not None or inputs.global_batch_tokens is not None,
                             granule=plan.layout.dp * plan.layout.micro_batch * inputs.seq_len,
-                            forward_share=step_forward_share(spec, inputs, _recompute(plan, inputs)))
+                            forward_share=step_forward_share(spec, inputs, _recompute(plan, inputs)),
+                            eval_step_seconds=_steady_step(plan, inputs))
     keep = {"Compute", "GPU time"}
     time_sections = tuple(sec for sec in train.sections if sec.title in keep)
     memory = tuple(sec for sec in train.sections if sec.title.startswith(("Layout and memory", "One step by op class",
@@ -70,9 +71,18 @@ def failures_for_deadline(inputs: BudgetInputs, spec, gpu):
                                   global_batch_tokens=float(plan.global_batch * inputs.seq_len),
                                   step_seconds=inputs.step_time, recipe=inputs.recipe_name, zero=plan.layout.zero,
                                   model_parallel=plan.layout.tp * plan.layout.pp,
-                                  forward_share=step_forward_share(spec, inputs, _recompute(plan, inputs)))
+                                  forward_share=step_forward_share(spec, inputs, _recompute(plan, inputs)),
+                                  eval_step_seconds=_steady_step(plan, inputs))
 
     return after
+
+
+def _steady_step(plan, inputs) -> float | None:
+    """The steady batch's step (s) the in-loop evaluations run at, under a batch ramp (which needs a predicted step:
+    the layout's own, plan.step_seconds); None otherwise: the run's step, wall-clock over steps, is the steady one.
+    `plan`'s budget passes its layout's step the same way (jobs.plan.estimate._budget_for), and its deadline search
+    adds the evaluations beside the ramp, not under it (jobs.plan.search._with_days)."""
+    return getattr(plan, "step_seconds", None) if getattr(inputs, "batch_ramp", None) else None
 
 
 def _recompute(plan, inputs) -> str:

@@ -48,15 +48,18 @@ def work_factors(inputs, spec, table, settings):
     return 1.0 + count * (settings.eval_iters or E.DEFAULT_EVAL_ITERS) * share / steps
 
 
-def in_loop_evaluation(run, settings, forward_share: float | None) -> E.InLoopEvaluation | None:
+def in_loop_evaluation(run, settings, forward_share: float | None,
+                       step_seconds: float | None = None) -> E.InLoopEvaluation | None:
     """The run's evaluations (None without --eval-interval). ``forward_share``: the step's, from its FLOPs count
-    (step_forward_share); None: MODEL_FORWARD_SHARE."""
+    (step_forward_share); None: MODEL_FORWARD_SHARE. ``step_seconds``: the steady batch's step, which each
+    evaluation's iterations run at (the full global batch); None: the run's step (``run.step_seconds``: the
+    wall-clock over the steps, which under a batch ramp is the ramp's average, not the steady one)."""
     if settings.eval_interval is None:
         return None
     return E.InLoopEvaluation(E.ramp_run_steps(run.tokens, run.global_batch_tokens, settings.eval_ramp),
                               int(settings.eval_interval), int(settings.eval_iters or E.DEFAULT_EVAL_ITERS),
-                              E.MODEL_FORWARD_SHARE if forward_share is None else forward_share, run.step_seconds,
-                              settings.eval_ramp)
+                              E.MODEL_FORWARD_SHARE if forward_share is None else forward_share,
+                              step_seconds or run.step_seconds, settings.eval_ramp)
 
 
 def with_evaluation(run, evaluation: E.InLoopEvaluation | None):
@@ -91,10 +94,12 @@ def _steps_formula(run, ramp: tuple[tuple[float, float], ...]) -> str:
     steady = f"ceil({run.tokens:.4g} / {run.global_batch_tokens:,.0f})"
     if not ramp:
         return f"ceil(tokens / global batch) = {steady}"
-    phases = " + ".join(f"ceil({t:.4g} / {b:,.0f})" for t, b in ramp)
-    rest = run.tokens - sum(t for t, _ in ramp)
-    return (f"the ramp's phases at their own batches, then the rest at the steady batch (Megatron update_train_iters): "
-            f"{phases} + ceil({max(rest, 0.0):.4g} / {run.global_batch_tokens:,.0f})")
+    ramp_tokens = sum(t for t, _ in ramp)
+    ramp_steps = E.ramp_run_steps(ramp_tokens, 1.0, ramp)  # the ramp's own steps: the rest is 0 tokens
+    rest = run.tokens - ramp_tokens
+    return (f"the ramp's {ramp_tokens:.4g} tokens at their own batches, ceil(sum of tokens / batch tokens) = "
+            f"{ramp_steps:,} steps, then the rest at the steady batch, ceil({max(rest, 0.0):.4g} / "
+            f"{run.global_batch_tokens:,.0f}) (Megatron update_train_iters)")
 
 
 def evaluation_assumption(settings) -> Assumption:

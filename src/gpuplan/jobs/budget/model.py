@@ -106,6 +106,9 @@ def validate_settings(s: BudgetSettings) -> None:
         if share is not None and not 0 <= share <= 5:
             raise InputError(f"contingency_{name}", share, "must be a fraction between 0 and 5")
     _check_evaluation(s.eval_interval, s.eval_iters)
+    for tokens, batch in s.eval_ramp:  # the schema's --batch-ramp phases in tokens (fields._eval_ramp), for BudgetSettings
+        if not (0 < tokens < float("inf") and 0 < batch < float("inf")):
+            raise InputError("batch_ramp", (tokens, batch), "each phase needs positive, finite tokens and batch tokens")
     if s.provider is not None:
         from gpuplan.catalog.pricing import resolve_provider
 

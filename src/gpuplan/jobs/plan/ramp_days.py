@@ -29,18 +29,36 @@ def with_ramp_days(inputs, ev, fitting, most_days: float | None = None, point_sh
     for name in SCALED:
         fitting.columns["steady_" + name] = fitting[name]
     fitting.columns["point_share"] = np.broadcast_to(np.asarray(point_share, dtype=float), (len(fitting),)).copy()
+    fitting.columns["steady_point_share"] = fitting["point_share"].copy()
+    fitting.columns["eval_work"] = _evaluation_work(inputs, ev, fitting)
     fitting = with_ramp_factors(ev, fitting, float(inputs.tokens), phases, typed=typed_text(inputs.batch_ramp),
                                 order=_order(inputs, most_days or deadline_of(inputs)),
                                 lead=int(getattr(inputs, "top", 1) or 1), limits=limits, on_factors=_scale)
     for name in SCALED:
         fitting.columns.pop("steady_" + name)
+    fitting.columns.pop("steady_point_share"), fitting.columns.pop("eval_work")
     return fitting, fitting.columns.pop("point_share")
 
 
 def _scale(fitting) -> None:
-    """days, gpu_hours and cost: the steady ones x the row's ramp factor."""
+    """days, gpu_hours and cost: the steady ones x the row's ramp factor; the failure share's in-loop evaluations
+    (1 + e, work over the steady steps: jobs.budget.evaluation.work_factors) beside the ramp, not under it: each
+    evaluation runs the full batch at the steady step, so days x share = steady days x (ramp + e) x the failures'
+    share, as the chosen layout's budget counts it (jobs.budget.estimate._steady_step; review s20 M1)."""
     for name in SCALED:
         fitting.columns[name] = fitting["steady_" + name] * fitting["ramp_factor"]
+    work = fitting["eval_work"]
+    fitting.columns["point_share"] = fitting["steady_point_share"] * (1 + work / fitting["ramp_factor"]) / (1 + work)
+
+
+def _evaluation_work(inputs, ev, fitting) -> np.ndarray:
+    """Each row's in-loop evaluation work over its steady training work, e (0 without --eval-interval)."""
+    settings = inputs.budget_settings() if hasattr(inputs, "budget_settings") else None
+    if settings is None or settings.eval_interval is None:
+        return np.zeros(len(fitting))
+    from gpuplan.jobs.budget.evaluation import work_factors
+
+    return work_factors(inputs, ev.spec, fitting, settings) - 1.0
 
 
 def _order(inputs, deadline: float | None):
