@@ -22,9 +22,21 @@ and found answered or refused as the house rule asks:
   API body too; --eval-iters without an interval (plan, a stage, an inherited interval); an interval past the run's
   steps; 1e6 iterations every step at 1e18 tokens; with --batch-ramp (17 ramps: below a sequence, 1 sequence, linear,
   FROM = TO, tokens, past --tokens), plan / train --days, a solved MFU or GPU count; memory / infer refuse the flags;
-- 900 random budget / train asks with every budget field at its bounds (storage, checkpoints, failure rate 1e-300 to
-  0.01, restart 0 to 7 days, prices, spot, contingencies, evaluation) and 150 random MoE layouts (tp / pp / ep / etp /
-  cp, eight frameworks, five GPUs), each answer's JSON read for NaN / Infinity.
+- 2,100 random budget / train / plan asks with every budget field at its bounds (storage, checkpoints, failure rate,
+  restart 0 to 7 days, prices, spot, contingencies, evaluation; one GPU count, lists, ranges, --days), 400 random
+  infer asks (engines and releases, quantization, KV dtype, utilisation, latency targets, --rps, speculative, prefix
+  hits, eight models on seven parts), 650 random memory / train layouts (tp / pp / vpp / cp / ep / etp / ZeRO, eight
+  frameworks, recipes, optimizers, losses, LoRA, offload, MTP), most under `python -W error::RuntimeWarning` (a numpy
+  warning is an extra stderr line) and each answer's JSON read for NaN / Infinity;
+- every BudgetInputs field x 15 hostile values through the Python API, POST /api/budget, a campaign stage in Python
+  and POST /api/campaign (1,395 cases: one message at each door but (7)); --eval-interval / --eval-iters x 16 values
+  through plan and budget plan files, POST /api/plan and /api/budget and the Python API (64 cases, one message);
+- olmo3 config.json files (26: sliding_window absent / null / 0 / -1 / 4096.5 / text / 1e30 / true, layer_types
+  short / long / unknown / text / a mapping / ints / nulls / empty / all full, max_position_embeddings 1 / 2 / 1e12,
+  num_hidden_layers 0 / 33, rope_theta NaN, a negative eps, use_sliding_window false) under memory and infer;
+  `report` on plan files with evaluation; POST /api/campaign's ?lang (unknown, twice, empty, mis-cased, NUL, 10,000
+  characters), GET / PUT / DELETE / PATCH, text/plain, a 300 KiB body, 32 stages of 7 KB calibrations, 32 deadline
+  stages (503 at 20 s, the next request answered at once).
 
 Found, each fixed where every door passes (one line naming the field, exit 2):
 
