@@ -10,6 +10,35 @@ from gpuplan.cli import main
 SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
 
 
+def pytest_configure(config):
+    """The suite's bytecode compiled once, before the xdist workers start (tests/suite_bytecode.py)."""
+    from suite_bytecode import compile_once
+
+    compile_once(config)
+
+
+HEAVY_FIRST = (
+    "test_readme.py", "test_measure.py", "test_trial.py", "test_invariants_wave10.py", "test_hostile_wave8_sweep.py",
+    "test_hostile_cli.py", "test_hostile_wave9.py", "test_validation.py", "test_gpu_memory_check.py",
+    "test_web_e2e.py", "test_web_fuzz.py", "test_report_html.py", "test_cluster_model.py", "test_invariants_wave9.py",
+    "test_deadline_one_search.py", "test_hostile_w19.py", "test_calibrate.py", "test_hostile_api.py",
+    "test_search_limit_one_verdict.py", "test_profile_sweep.py", "test_fsdp_pipeline_grads.py",
+    "test_w2_completion_offer.py", "test_profile_hostile_more.py", "test_hostile_wave5b.py",
+    "test_memory_accuracy.py", "test_range_and_limits.py", "test_newcomer_wave5.py", "test_web_hostile_last_mile.py")
+"""The test files that took longest (each >= 20 s of the 2,109 s the 7,689 tests took on 2 workers, --durations=0,
+2026-12-07 08:48 on the 2-core host; the README's trial loop alone 234 s), heaviest first. Only the order changes."""
+
+
+def pytest_collection_modifyitems(config, items):
+    """HEAVY_FIRST's files first, in that order, each file's tests kept together and in their own order (module
+    fixtures are built as often as before), every other file after them as collected. pytest-xdist hands tests out in
+    collection order, chunk by chunk, to whichever worker runs short: with the long files first the last chunks are
+    short tests, so the two workers end together, where a long test handed out last kept one worker busy while the
+    other had nothing left. Every worker sorts alike (xdist requires one collection)."""
+    rank = {name: i for i, name in enumerate(HEAVY_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: the rest keep their order
+
+
 @pytest.fixture(scope="session")
 def load_script():
     """``load_script(name)``: scripts/<name>.py imported as a module, once a session, registered in
