@@ -92,9 +92,9 @@ def validate_settings(s: BudgetSettings) -> None:
         value = getattr(s, name)
         if value is not None and not value > 0:
             raise InputError(name, value, "must be a positive number")
-    for name in ("storage_read", "storage_write", "host_copy"):  # bytes/s: the schema's 1 MB/s (fields.MIN_GBPS)
-        if getattr(s, name) is not None and not getattr(s, name) >= 1e6:
-            raise InputError(name, getattr(s, name), "must be at least 1e6 bytes/s (1 MB/s)")
+    for name in ("storage_read", "storage_write", "host_copy"):  # bytes/s: the schema's 1 kB/s (fields.MIN_GBPS)
+        if getattr(s, name) is not None and not getattr(s, name) >= 1e3:
+            raise InputError(name, getattr(s, name), "must be at least 1e3 bytes/s (1 kB/s a node)")
     if not R.MIN_FAILURE_RATE <= s.failure_rate <= 0.01:  # the schema's bound (jobs.budget.fields), for BudgetSettings
         raise InputError("failure_rate", s.failure_rate, f"must be >= {R.MIN_FAILURE_RATE:g} and <= 0.01")
     for name in ("restart_seconds", "spot_preemptions"):
