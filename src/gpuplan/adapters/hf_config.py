@@ -109,8 +109,16 @@ _GPT2_DEFAULTS = {"resid_pdrop": 0.1, "attn_pdrop": 0.1, "embd_pdrop": 0.1, "act
 # multi_query true); n_inner None is 4 x n_embd (modeling_gpt_bigcode.py L264), int_field's default below.
 _BIGCODE_DEFAULTS = {"n_positions": 1024, "activation_function": "gelu_pytorch_tanh", "resid_pdrop": 0.1,
                      "embd_pdrop": 0.1, "attn_pdrop": 0.1, "multi_query": True}
+# OLMo 3 / GPT-OSS: their sliding window when config.json leaves it out (configuration_olmo3.py@5.25.0 L85: 4096;
+# configuration_gpt_oss.py@5.25.0 L59: 128; hostile wave 22: a config with sliding layer_types and no window was read
+# as windowless); their layer_types default is WINDOW_PATTERN's.
 CONFIG_DEFAULTS: dict[str, dict[str, Any]] = {"gemma3": _GEMMA3_DEFAULTS, "gemma3_text": _GEMMA3_DEFAULTS,
-                                              "gpt2": _GPT2_DEFAULTS, "gpt_bigcode": _BIGCODE_DEFAULTS}
+                                              "gpt2": _GPT2_DEFAULTS, "gpt_bigcode": _BIGCODE_DEFAULTS,
+                                              "olmo3": {"sliding_window": 4096}, "gpt_oss": {"sliding_window": 128}}
+WINDOW_PATTERN = {"gemma2": 2, "olmo3": 4, "gpt_oss": 2}
+"""Every n-th layer full (global), the rest sliding, where config.json gives no layer_types: Gemma 2 alternates;
+OLMo 3's and GPT-OSS's configs default layer_types to 'sliding_attention' unless (i + 1) % 4 (OLMo 3) / % 2
+(GPT-OSS) is 0 (configuration_olmo3.py@5.25.0 L92-95, configuration_gpt_oss.py@5.25.0 L84-87)."""
 
 
 def text_config(config: dict[str, Any]) -> dict[str, Any]:
@@ -236,7 +244,7 @@ def _layer_types(cfg: dict[str, Any], num_layers: int) -> tuple[int | None, tupl
         return None, ()
     if types:
         return window, tuple("sliding" if "sliding" in t else "full" for t in types)
-    pattern = 2 if cfg.get("model_type") == "gemma2" else (
+    pattern = WINDOW_PATTERN.get(cfg.get("model_type")) or (
         int_field(cfg, "sliding_window_pattern") if cfg.get("sliding_window_pattern") else None)
     if pattern:  # Gemma: every pattern-th layer is global
         return window, tuple("full" if (i + 1) % pattern == 0 else "sliding" for i in range(num_layers))
