@@ -279,3 +279,11 @@ def test_web_api_refuses_a_path_model_among_the_defaults(api, monkeypatch):
     response = api.post("/api/campaign", json={"model": "/etc/hostname", "stages": [{"tokens": "1T"}]})
     assert response.status_code == 422 and response.json()["field"] == "model"
     assert not any("/etc/" in name for name in opened)
+
+
+def test_a_stage_with_its_own_stages_is_told_stages_do_not_nest():
+    # hostile wave 22 (lead item 1): it read 'stages[0].stages: ... did you mean storage, storage_read, storage_write?'
+    import gpuplan
+
+    with pytest.raises(gpuplan.InputError, match=r"stages\[0\]\.stages: got 'a list of 1'; stages do not nest"):
+        gpuplan.estimate_campaign({"model": "llama-3.1-8b", "stages": [{"stages": [1]}]})
