@@ -73,8 +73,7 @@ def deadline_rows(inputs, fitting: LayoutTable, counts) -> tuple[LayoutTable, st
                    f"{format_duration(fitting['days_with_failures'][quickest] * SECONDS_PER_DAY)} with them, "
                    f"on {plural(int(fitting['gpus'][quickest]), 'GPU')}")
         if inputs.days is not None:  # a deadline the user gave: refused, with what would be needed
-            raise InputError("days", deadline, f"no searched GPU count meets it with failures and checkpoints: "
-                             f"{fastest}")
+            raise InputError("days", deadline, f"no searched GPU count meets it with {besides}: {fastest}")
         # the article's default week, not asked for: answer with the fastest layout and say so
         missed = (f"no GPU count up to {max(counts):,} trains it in the article's default {deadline:g} days; "
                   f"{fastest}, shown here: give --days or --gpus for another answer")

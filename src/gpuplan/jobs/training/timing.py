@@ -210,7 +210,7 @@ def _solve_mfu(inputs: TrainingInputs, spec, gpu, peak: float, gpus: int, days: 
     plan, work, solved = solved_on(gpus)
     check_solved_mfu(solved, flops, inputs, spec, gpu, deadline, gpus_within)
     met = work if after_allowances is None else after_allowances(gpus, plan, work)
-    what = "communication allowance" + (", failures and checkpoints" if after_allowances is not None else "")
+    what = "communication allowance" + (f", {_beyond(inputs)}" if after_allowances is not None else "")
     return TimeEstimate(solved, None, None, mode="solved", deadline_days=days, deadline_wall_seconds=met,
                         deadline_allowances=what), plan, inputs, flops
 
@@ -240,7 +240,8 @@ def _for_deadline(inputs: TrainingInputs, flops: Flops, peak: float, mfu: float,
         for _ in range(8):
             raw = count * wall(count, layout) / deadline
             if not raw <= MAX_GPUS:  # grown by failures past any count laid out: the iterate is no requirement
-                return _fastest_within(lambda n: wall(n, layout), least, node, deadline, days, allowance)
+                return _fastest_within(lambda n: wall(n, layout), least, node, deadline, days, allowance,
+                                       _beyond(inputs))
             needed = _nodes(_whole(raw, mfu, days), node)
             if needed <= count:
                 break
@@ -271,7 +272,7 @@ def _for_deadline(inputs: TrainingInputs, flops: Flops, peak: float, mfu: float,
         if wall(fewer_count, fewer) <= deadline:
             count, plan = fewer.gpus, _all_working(fewer)
     estimate = _budgets(flops.used, peak, plan.gpus, None, mfu, inputs.mfu_band, "--mfu range", "article")
-    what = "communication allowance" + (", failures and checkpoints" if after_allowances is not None else "")
+    what = "communication allowance" + (f", {_beyond(inputs)}" if after_allowances is not None else "")
     return (TimeEstimate(estimate.expected, estimate.fast, estimate.slow, estimate.band_source, "article", days,
                          article.gpus, wall(count, plan), what), plan, inputs, flops)
 
@@ -368,8 +369,15 @@ def _working(count: int, layout) -> int:
     return max(1, count - getattr(layout, "idle_gpus", 0))
 
 
+def _beyond(inputs) -> str:
+    """What the deadline's wall-clock adds to the training beyond the communication allowance: failures and checkpoints,
+    and the in-loop evaluations where --eval-interval is given (the budget's failure model runs them; review s20 S8)."""
+    evaluated = getattr(inputs, "eval_interval", None) is not None
+    return "failures, checkpoints and in-loop evaluation" if evaluated else "failures and checkpoints"
+
+
 def _fastest_within(wall: Callable[[int], float], start: int, node: int, deadline: float, days: float,
-                    allowance: float) -> int:
+                    allowance: float, beyond: str = "failures and checkpoints") -> int:
     """The fewest GPUs from ``start`` (the failure-free count: none fewer meets it) up to MAX_GPUS whose ``wall``
     meets ``deadline``, on a grid of 2^(1/8) steps (whole nodes), where settle's iterate count x wall / deadline
     outgrew MAX_GPUS; where none does, the refusal says so with the fastest count on the grid (from start / 64;
@@ -386,8 +394,7 @@ def _fastest_within(wall: Callable[[int], float], start: int, node: int, deadlin
                if math.isfinite(walls[best]) else "on every count failures come faster than a checkpoint period plus a "
                "restart")
     raise InputError("days", days, f"no GPU count up to {MAX_GPUS:,} meets it with the {allowance:.0%} communication "
-                     f"allowance, failures and checkpoints (more GPUs fail more often; {fastest}); give more days or "
-                     "fewer tokens")
+                     f"allowance, {beyond} (more GPUs fail more often; {fastest}); give more days or fewer tokens")
 
 
 def _whole(gpus: float, mfu: float, days: float) -> int:
