@@ -18,15 +18,16 @@ def pytest_configure(config):
 
 
 HEAVY_FIRST = (
-    "test_readme.py", "test_measure.py", "test_trial.py", "test_invariants_wave10.py", "test_hostile_wave8_sweep.py",
-    "test_hostile_cli.py", "test_hostile_wave9.py", "test_validation.py", "test_gpu_memory_check.py",
-    "test_web_e2e.py", "test_web_fuzz.py", "test_report_html.py", "test_cluster_model.py", "test_invariants_wave9.py",
-    "test_deadline_one_search.py", "test_hostile_w19.py", "test_calibrate.py", "test_hostile_api.py",
-    "test_search_limit_one_verdict.py", "test_profile_sweep.py", "test_fsdp_pipeline_grads.py",
-    "test_w2_completion_offer.py", "test_profile_hostile_more.py", "test_hostile_wave5b.py",
-    "test_memory_accuracy.py", "test_range_and_limits.py", "test_newcomer_wave5.py", "test_web_hostile_last_mile.py")
-"""The test files that took longest (each >= 20 s of the 2,109 s the 7,689 tests took on 2 workers, --durations=0,
-2026-12-07 08:48 on the 2-core host; the README's trial loop alone 234 s), heaviest first. Only the order changes."""
+    "test_readme.py", "test_measure.py", "test_trial.py", "test_gpu_memory_check.py", "test_calibrate.py",
+    "test_titan_published.py", "test_planner_titan_w13.py", "test_web_e2e.py", "test_web_fuzz.py",
+    "test_w2_completion_offer.py", "test_web_hostile_last_mile.py")
+"""Files run first, in this order (2026-12-07 08:48, --durations=0 of the whole suite on 2 workers, the 2-core host):
+the files whose single tests or module fixtures are the longest (the README's trial loop 234 s; module fixtures
+test_gpu_memory_check's dry run 30 s, test_calibrate's 27 s, test_measure's 16 s, test_titan_published's 4.6 s,
+test_planner_titan_w13's 2.6 s) and the long files that sort last by name (test_web_e2e 41 s, test_web_fuzz 41 s,
+test_w2_completion_offer 23 s, test_web_hostile_last_mile 20 s). Together ~230 tests, inside the first chunk
+pytest-xdist hands one worker (a quarter of its share, ~970 tests), so none of them is split between the workers
+(a split module builds its fixtures on both) and none is handed out last. Only the order changes."""
 
 
 def pytest_collection_modifyitems(config, items):
