@@ -287,3 +287,19 @@ def test_a_stage_with_its_own_stages_is_told_stages_do_not_nest():
 
     with pytest.raises(gpuplan.InputError, match=r"stages\[0\]\.stages: got 'a list of 1'; stages do not nest"):
         gpuplan.estimate_campaign({"model": "llama-3.1-8b", "stages": [{"stages": [1]}]})
+
+
+def test_a_slow_campaign_is_told_fewer_stages(client, monkeypatch):
+    # hostile wave 22 (lead item 7): POST /api/campaign over its time was told the budget's hint alone ('give "gpus"
+    # ... or fix "tp" and "pp"'); a campaign runs its stages one after another, so fewer stages is the first remedy
+    import time
+
+    import gpuplan.web.campaign as campaign
+    import gpuplan.web.limits as limits
+
+    monkeypatch.setattr(limits, "REQUEST_SECONDS", 0.05)
+    monkeypatch.setattr(campaign, "answer", lambda *args: time.sleep(0.5))
+    response = client.post("/api/campaign", json={"model": "llama-3.1-8b", "stages": [{"tokens": "1T"}]})
+    assert response.status_code == 503, response.text[:300]
+    message = response.json()["message"]
+    assert limits.CAMPAIGN_NARROWER in message and 'fewer "stages"' in message, message

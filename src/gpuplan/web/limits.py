@@ -110,9 +110,9 @@ def slots_of(app: Any) -> Slots:
     return app.state.estimate_slots
 
 
-async def guarded(app: Any, fn: Callable[..., Any], *args: Any, job: str) -> Any:
+async def guarded(app: Any, fn: Callable[..., Any], *args: Any, job: str, hint: str | None = None) -> Any:
     """Run ``fn(*args, stop)`` in a worker thread once a slot is free (waiting in line, see
-    :class:`Slots`), within REQUEST_SECONDS; past it, 503 with ``job``'s hint (NARROWER). ``stop`` is
+    :class:`Slots`), within REQUEST_SECONDS; past it, 503 with ``hint``, else ``job``'s (NARROWER). ``stop`` is
     a threading.Event set when the request is answered 503 for time: work that checks it (raising Stopped) ends early. A slot is
     released when the work ends, even after its request has been answered 503, so slow work
     cannot pile up."""
@@ -138,9 +138,9 @@ async def guarded(app: Any, fn: Callable[..., Any], *args: Any, job: str) -> Any
         return await asyncio.wait_for(asyncio.shield(running), REQUEST_SECONDS)
     except asyncio.TimeoutError:
         stop.set()
-        hint = NARROWER[job]  # every job has its own (tests/test_hostile_wave9.py)
+        narrower = hint or NARROWER[job]  # every job has its own (tests/test_hostile_wave9.py)
         raise Busy(f"the estimate took longer than the {REQUEST_SECONDS:.0f} s limit; narrow the request "
-                   f"({hint})") from None
+                   f"({narrower})") from None
 
 
 NARROWER = {"training": "give \"gpus\" (one count: no search over counts) or fix \"tp\" and \"pp\"",
@@ -154,6 +154,9 @@ over its budget (a 16M-token context times ~8,000 prefill chunks per GPU type se
 counts, a smaller top', fields it does not have (wave 9); training, budget and memory were too (wave 9 review S2).
 Training and budget without "gpus" search the counts (jobs.training.layout.layout_for_deadline), and fixed "tp" /
 "pp" narrow every layout search (planner.search); memory lays out one count."""
+CAMPAIGN_NARROWER = f"fewer \"stages\", or in each {NARROWER['budget']}"
+"""POST /api/campaign's hint: it runs budget estimates stage after stage, so fewer stages shorten it too (hostile wave
+22, H's item 7: it was told the budget's hint alone)."""
 
 
 SECURITY_HEADERS = (

@@ -19,7 +19,7 @@ from gpuplan.errors import InputError
 from gpuplan.web.body import preview, read_body
 from gpuplan.schema.types import MAX_TEXT
 from gpuplan.web.flight import flights_of
-from gpuplan.web.limits import guarded
+from gpuplan.web.limits import CAMPAIGN_NARROWER, guarded
 from gpuplan.web.models import ErrorResponse, Health, ReportResponse, request_model
 
 Lang = Annotated[Literal["en", "zh"], Query(description="Language of labels and titles; numbers are unchanged.")]
@@ -128,7 +128,8 @@ def _add_campaign(router: APIRouter) -> None:
         from gpuplan.web import campaign
 
         raw, app, folder = request.state.body, request.app, request.app.state.calibration_dir
-        return JSONResponse(await guarded(app, campaign.answer, raw, lang, folder, job="budget"))
+        return JSONResponse(await guarded(app, campaign.answer, raw, lang, folder, job="budget",
+                                          hint=CAMPAIGN_NARROWER))
 
     router.add_api_route("/campaign", estimate_campaign, methods=["POST"], responses=ERRORS,
                          summary="A training campaign in stages (gpuplan campaign)",
