@@ -17,9 +17,9 @@ from gpuplan.jobs.budget.model import (
     scenario,
     validate_settings,
 )
+from gpuplan.jobs.budget.notes import budget_notes
 from gpuplan.jobs.budget.sections import (
     budget_assumptions,
-    budget_notes,
     checkpoint_section,
     contingency_section,
     cost_section,

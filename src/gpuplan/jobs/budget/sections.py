@@ -394,27 +394,3 @@ def changed_settings(s: BudgetSettings) -> set[str]:
     """Names of the settings that differ from their defaults (shown as user-set)."""
     default = BudgetSettings()
     return {f.name for f in fields(BudgetSettings) if getattr(s, f.name) != getattr(default, f.name)}
-
-
-def budget_notes(run: RunFacts, s: BudgetSettings, sc: Scenario, p: Prices) -> tuple[str, ...]:
-    notes = []
-    if (s.checkpoint_storage or s.storage) == "local_nvme":
-        notes.append("checkpoints on node-local NVMe are lost with their node; copy them to shared storage")
-    if s.async_checkpoint and sc.on_demand.interval <= sc.write_seconds * 1.001:
-        notes.append("async checkpoints: the interval is held at the background write time (a save must finish "
-                     "before the next starts)")
-    given = s.checkpoint_interval
-    if given is not None and sc.on_demand.interval > given * 1.001:
-        notes.append(f"--checkpoint-interval {format_duration(given)} is shorter than a step (or an async save's "
-                     f"write): held at {format_duration(sc.on_demand.interval)}")
-    if p.on_demand is None:
-        notes.append(f"no published price for {run.gpu.id}; give --price (USD per GPU-hour)")
-    notes.append("spot: capacity for a large synchronous job is rarely available at once, and a reclaimed node "
-                 "must be replaced before the job resumes; the spot lines assume it is")
-    notes.append("failure model: Poisson interruptions, each restarting the whole job (Daly 2006); the Llama 3 "
-                 "census counts every unexpected interruption, hardware and software")
-    return tuple(notes)
-
-
-# ---- the standalone report ------------------------------------------------------------------
-
