@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 
+from gpuplan.errors import InputError
 from gpuplan.jobs.budget.compute import compute_budget
 from gpuplan.jobs.budget.evaluation import step_forward_share
 from gpuplan.jobs.budget.schema import BudgetInputs
@@ -30,15 +31,12 @@ def estimate_budget(inputs: TrainingInputs) -> Report:
     days = train.line("wall_days_with_comm")
     wall = days.value * 86400 * train.value("gpus") / gpus
     ends = None if days.low is None or days.high is None else (days.low * wall / days.value, days.high * wall / days.value)
-    result = compute_budget(spec, inputs.node_accelerator(gpu), gpus=gpus, wall_seconds=wall, wall_range=ends,
-                            gpu_hours=train.value("gpu_hours_with_comm"),
-                            tokens=inputs.tokens, global_batch_tokens=float(plan.global_batch * inputs.seq_len),
-                            step_seconds=inputs.step_time, recipe=inputs.recipe_name, zero=plan.layout.zero,
-                            model_parallel=plan.layout.tp * plan.layout.pp, settings=used.budget_settings(),
-                            batch_asked=inputs.global_batch is not None or inputs.global_batch_tokens is not None,
-                            granule=plan.layout.dp * plan.layout.micro_batch * inputs.seq_len,
-                            forward_share=step_forward_share(spec, inputs, _recompute(plan, inputs)),
-                            eval_step_seconds=_steady_step(plan, inputs))
+    try:
+        result = _budget(spec, gpu, inputs, train, plan, used, gpus, wall, ends)
+    except InputError as refusal:  # a count the user never gave is not what the refusal names (hostile wave 22)
+        from gpuplan.jobs.plan.completes import solved_count_refusal
+
+        raise solved_count_refusal(refusal, inputs, gpus) from None
     keep = {"Compute", "GPU time"}
     time_sections = tuple(sec for sec in train.sections if sec.title in keep)
     memory = tuple(sec for sec in train.sections if sec.title.startswith(("Layout and memory", "One step by op class",
@@ -53,6 +51,20 @@ def estimate_budget(inputs: TrainingInputs) -> Report:
     return in_device_words(Report("budget", title, inputs_lines, assumptions, time_sections + memory + result.sections,
                                   train.notes + result.notes, result.tables, headline=TRAIN_HEADLINE,
                                   key_assumptions=("mfu", "comm_allowance", "budget_price")), gpu)
+
+
+def _budget(spec, gpu, inputs, train, plan, used, gpus: int, wall: float, ends):
+    """compute_budget for the training estimate's run (``train``, ``plan``, ``used``: training_report's) on ``gpus``
+    at the failure-free ``wall`` (s) and its band ``ends``."""
+    return compute_budget(spec, inputs.node_accelerator(gpu), gpus=gpus, wall_seconds=wall, wall_range=ends,
+                          gpu_hours=train.value("gpu_hours_with_comm"),
+                          tokens=inputs.tokens, global_batch_tokens=float(plan.global_batch * inputs.seq_len),
+                          step_seconds=inputs.step_time, recipe=inputs.recipe_name, zero=plan.layout.zero,
+                          model_parallel=plan.layout.tp * plan.layout.pp, settings=used.budget_settings(),
+                          batch_asked=inputs.global_batch is not None or inputs.global_batch_tokens is not None,
+                          granule=plan.layout.dp * plan.layout.micro_batch * inputs.seq_len,
+                          forward_share=step_forward_share(spec, inputs, _recompute(plan, inputs)),
+                          eval_step_seconds=_steady_step(plan, inputs))
 
 
 def failures_for_deadline(inputs: BudgetInputs, spec, gpu):

@@ -325,6 +325,17 @@ def no_completion(batch: tuple[str, float] | None, asked: str | None, gpus_given
     return InputError("gpus", None, f"{what}, on every count searched{advice}")
 
 
+def solved_count_refusal(refusal: InputError, inputs, gpus: float) -> InputError:
+    """``refusal`` as the user can act on it where the GPU count was solved, not given (--days and no --gpus): a
+    refusal naming gpus quoted a count the user never typed ('gpus: got 105,280', hostile wave 22), so it names the
+    days that count was solved from, and offers more days where it offered fewer GPUs. Any other refusal as is."""
+    if getattr(inputs, "gpus", None) is not None or refusal.field != "gpus" or getattr(inputs, "days", None) is None:
+        return refusal
+    said = refusal.expected.removeprefix("a GPU count where the run completes with failures: ")
+    return refusal.retold("days", inputs.days, f"meeting it takes {gpus:,.0f} GPUs (solved: no --gpus given), and "
+                          + said.replace("(fewer GPUs, ", "(more days, "))
+
+
 def _batch_given(inputs) -> tuple[str, float] | None:
     """(field, value) of the global batch the user gave: --global-batch-tokens or --global-batch, else None."""
     for name in ("global_batch_tokens", "global_batch"):

@@ -175,7 +175,7 @@ def _solve_mfu(inputs: TrainingInputs, spec, gpu, peak: float, gpus: int, days: 
     """GPUs and days given: the MFU that finishes in ``days`` after the communication allowance
     (and ``after_allowances``: failures stretch a run by a share that hardly depends on its length,
     so two rounds settle the compute time), then bounded by check_solved_mfu."""
-    from gpuplan.jobs.plan.completes import solved_no_completion
+    from gpuplan.jobs.plan.completes import solved_count_refusal, solved_no_completion
     from gpuplan.jobs.training.layout import layout_for_gpus, with_budget_fields
 
     flops = count_flops(spec, inputs, inputs.recompute_mode)
@@ -187,7 +187,8 @@ def _solve_mfu(inputs: TrainingInputs, spec, gpu, peak: float, gpus: int, days: 
         for _ in range(3 if after_allowances is not None else 0):
             work *= deadline / after_allowances(count, plan, work)
             if not work > 0:  # an infinite wall-clock: failures faster than a checkpoint period and a restart
-                raise solved_no_completion(with_budget_fields(inputs), spec, gpu, plan, deadline)  # names the batch
+                raise solved_count_refusal(solved_no_completion(with_budget_fields(inputs), spec, gpu, plan, deadline),
+                                           inputs, plan.gpus)  # names the batch, or the days a solved count took
         return plan, work, solve_compute_budget(flops.used, peak, gpus=plan.gpus, wall_seconds=work / (1.0 + allowance))
 
     def gpus_within(limit: float) -> int:
