@@ -303,3 +303,12 @@ def test_a_slow_campaign_is_told_fewer_stages(client, monkeypatch):
     assert response.status_code == 503, response.text[:300]
     message = response.json()["message"]
     assert limits.CAMPAIGN_NARROWER in message and 'fewer "stages"' in message, message
+
+
+@pytest.mark.parametrize("command", ["budget", "campaign"])
+def test_a_null_stages_key_asks_for_a_list(run_cli, tmp_path, command):
+    # review s20 N13: 'stages: got null; give a value, or leave the key out for the default' (no default exists)
+    plan = tmp_path / "c.yaml"
+    plan.write_text("model: llama-3.1-8b\ngpus: 8\nstages: null\n")
+    code, out, err = run_cli(command, str(plan))
+    assert code == 2 and "stages: got 'null'; give a list of stages" in err and "default" not in err, err
