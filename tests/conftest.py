@@ -40,6 +40,20 @@ def pytest_collection_modifyitems(config, items):
     items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: the rest keep their order
 
 
+@pytest.fixture(scope="session", autouse=True)
+def share_between_workers(tmp_path_factory):
+    """helpers.SHARED_DIR: in a pytest-xdist worker, the run's base temp folder (each worker's own is
+    <run>/popen-gwN, so its parent is the run's, the same for all its workers and new each run); None alone."""
+    import os
+
+    import helpers
+
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        helpers.SHARED_DIR = tmp_path_factory.getbasetemp().parent
+    yield
+    helpers.SHARED_DIR = None
+
+
 @pytest.fixture(scope="session")
 def load_script():
     """``load_script(name)``: scripts/<name>.py imported as a module, once a session, registered in

@@ -91,22 +91,47 @@ def serving_rows_by_id(section: str) -> dict[str, dict]:
     return {e["id"]: e for e in inference.reference_measurements()[section]}
 
 
+SHARED_DIR: Path | None = None
+"""The folder every pytest-xdist worker of one run shares (the run's base temp folder, set by conftest's
+share_between_workers), where _computed_once leaves its lists for the other workers; None in a run of one process."""
+
+
 @cache
 def _computed_once(module: str, function: str) -> tuple:
-    """``module.function()``'s list, computed once a test session (its items are frozen dataclasses)."""
+    """``module.function()``'s list, computed once a test run (its items are frozen dataclasses): by the first worker
+    that asks, under an exclusive lock on SHARED_DIR/<module>.<function>.lock (fcntl.flock), and pickled there; a
+    worker that asks later reads that file (a worker that asks meanwhile waits for it, no longer than computing it
+    itself: validation_cases ~10 s, planner_choice_cases ~6 s a worker, 2026-12-07 on the 2-core host)."""
     from importlib import import_module
 
-    return tuple(getattr(import_module(module), function)())
+    def compute() -> tuple:
+        return tuple(getattr(import_module(module), function)())
+
+    if SHARED_DIR is None:
+        return compute()
+    import fcntl
+    import pickle
+
+    stored = SHARED_DIR / f"{module}.{function}.pickle"
+    with open(SHARED_DIR / f"{module}.{function}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        if stored.is_file():
+            return pickle.loads(stored.read_bytes())
+        result = compute()
+        partial = stored.with_suffix(".partial")
+        partial.write_bytes(pickle.dumps(result))
+        partial.replace(stored)
+        return result
 
 
 def validation_cases_once() -> list:
-    """jobs.validation.estimate.validation_cases(), computed once a test session (~3 s a run), a fresh
+    """jobs.validation.estimate.validation_cases(), computed once a test run (_computed_once), a fresh
     list per call. A test that monkeypatches its inputs calls validation_cases() itself."""
     return list(_computed_once("gpuplan.jobs.validation.estimate", "validation_cases"))
 
 
 def planner_choice_cases_once() -> list:
-    """jobs.validation.planner_choice.planner_choice_cases(), computed once a test session (~2-3 s a run),
+    """jobs.validation.planner_choice.planner_choice_cases(), computed once a test run (_computed_once),
     a fresh list per call. A test that monkeypatches its inputs calls planner_choice_cases() itself."""
     return list(_computed_once("gpuplan.jobs.validation.planner_choice", "planner_choice_cases"))
 
