@@ -107,9 +107,12 @@ def _computed_once(module: str, function: str) -> tuple:
     def compute() -> tuple:
         return tuple(getattr(import_module(module), function)())
 
+    try:
+        import fcntl  # POSIX only: elsewhere each worker computes its own, as before
+    except ImportError:
+        return compute()
     if SHARED_DIR is None:
         return compute()
-    import fcntl
     import pickle
 
     stored = SHARED_DIR / f"{module}.{function}.pickle"
