@@ -136,3 +136,20 @@ def test_the_deadline_search_adds_evaluations_beside_the_ramp(run_cli):
     # 98,525 s against 98,533 (the search's failure shares are made per GPU count and scaled by 1 + e; the budget
     # runs its failure model on the work with the evaluations in it); before the mend 99,808 s, 1.3% over
     assert t["days_with_failures"][row[0]] * 86400 == pytest.approx(plan["fail_wall_seconds"], rel=1e-3)
+
+
+def test_the_slow_end_share_holds_the_evaluations_beside_the_ramp_too():
+    # review s20b M1: the point share took the evaluations beside the ramp, the slow end's failure_share (the ranking,
+    # 'ranked days') still under it, so a ramp-timed row's slow / point ratio was 1.01425 against 1.00185 beside it in
+    # one count's failure plans. Within a count (zero >= 1: every GPU writes) the ratio is the failure plans' alone.
+    from gpuplan.jobs.plan.schema import PlanInputs
+    from gpuplan.jobs.plan.search import search
+
+    t = search(PlanInputs(model="llama-3.1-8b", tokens="10B", gpus="64-256", gpu="a100", global_batch=512,
+                          seq_len=4096, batch_ramp="5B:64", eval_interval=100)).table
+    ratio = t["failure_share"] / (t["days_with_failures"] / t["days"])
+    ramped = (t["ramp_factor"] > 1.01) & (t["zero"] >= 1)
+    assert ramped.any()  # a row the ramp slows is in the table (256 GPUs: x1.014)
+    for gpus in np.unique(t["gpus"][ramped]):
+        same = (t["gpus"] == gpus) & (t["zero"] >= 1)
+        assert np.ptp(ratio[same]) < 1e-9 * ratio[same].max(), gpus

@@ -29,14 +29,13 @@ def with_ramp_days(inputs, ev, fitting, most_days: float | None = None, point_sh
     for name in SCALED:
         fitting.columns["steady_" + name] = fitting[name]
     fitting.columns["point_share"] = np.broadcast_to(np.asarray(point_share, dtype=float), (len(fitting),)).copy()
-    fitting.columns["steady_point_share"] = fitting["point_share"].copy()
-    fitting.columns["eval_work"] = _evaluation_work(inputs, ev, fitting)
+    hold_evaluation_shares(inputs, ev, fitting)
     fitting = with_ramp_factors(ev, fitting, float(inputs.tokens), phases, typed=typed_text(inputs.batch_ramp),
                                 order=_order(inputs, most_days or deadline_of(inputs)),
                                 lead=int(getattr(inputs, "top", 1) or 1), limits=limits, on_factors=_scale)
     for name in SCALED:
         fitting.columns.pop("steady_" + name)
-    fitting.columns.pop("steady_point_share"), fitting.columns.pop("eval_work")
+    drop_evaluation_shares(fitting)
     return fitting, fitting.columns.pop("point_share")
 
 
@@ -47,8 +46,37 @@ def _scale(fitting) -> None:
     share, as the chosen layout's budget counts it (jobs.budget.estimate._steady_step; review s20 M1)."""
     for name in SCALED:
         fitting.columns[name] = fitting["steady_" + name] * fitting["ramp_factor"]
-    work = fitting["eval_work"]
-    fitting.columns["point_share"] = fitting["steady_point_share"] * (1 + work / fitting["ramp_factor"]) / (1 + work)
+    evaluation_beside_ramp(fitting)
+
+
+SHARES = ("point_share", "failure_share")
+"""The failure shares a ramped row carries (its days with failures at the point rate, and at the slow end the ranking
+compares: jobs.plan.completes), each with the in-loop evaluations in it as 1 + e over the steady work."""
+
+
+def hold_evaluation_shares(inputs, ev, fitting) -> None:
+    """Before a ramp is timed: each row's evaluation work e (eval_work) and its shares as they stand, steady_<share>."""
+    fitting.columns["eval_work"] = _evaluation_work(inputs, ev, fitting)
+    for name in SHARES:
+        if name in fitting.columns:
+            fitting.columns["steady_" + name] = fitting[name].copy()
+
+
+def evaluation_beside_ramp(fitting) -> None:
+    """Each share with its evaluations beside the row's ramp factor, not under it: share x (1 + e / ramp) / (1 + e),
+    so days x share = steady days x (ramp + e) x the failures' share (review s20 M1 for the point share, s20b M1
+    for the slow end's: the ranking and 'ranked days' charged e x the ramp). A row's factor 1 leaves it as held."""
+    work, ramp = fitting["eval_work"], fitting["ramp_factor"]
+    for name in SHARES:
+        if "steady_" + name in fitting.columns:
+            fitting.columns[name] = fitting["steady_" + name] * (1 + work / ramp) / (1 + work)
+
+
+def drop_evaluation_shares(fitting) -> None:
+    """The columns hold_evaluation_shares added, once the ramp is settled."""
+    fitting.columns.pop("eval_work")
+    for name in SHARES:
+        fitting.columns.pop("steady_" + name, None)
 
 
 def _evaluation_work(inputs, ev, fitting) -> np.ndarray:

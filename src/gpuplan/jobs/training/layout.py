@@ -18,6 +18,7 @@ from gpuplan.jobs.budget.schema import BudgetInputs
 from gpuplan.jobs.calibrated_plan import check_calibrated_plan
 from gpuplan.jobs.plan.completes import completing_rows, with_completing_shares
 from gpuplan.jobs.plan.fallbacks_told import counts_without_layout, fallback_note
+from gpuplan.jobs.plan.ramp_days import drop_evaluation_shares, evaluation_beside_ramp, hold_evaluation_shares
 from gpuplan.jobs.plan.search import best_index, chosen_plan, evaluator_for, idle_told, max_tp, search_on, space_limits
 from gpuplan.jobs.training.schema import TrainingInputs
 from gpuplan.planner.batch_ramp import with_ramp_factors
@@ -88,7 +89,13 @@ def with_failure_shares(inputs, ev, gpus: int, first_only: bool = False):
             kept = fitting  # no row completes: unweighed (the Failures section says why)
         else:
             kept.columns["gpus_asked"] = np.full(len(kept), gpus, dtype=np.int64)
-        return with_ramp_factors(ev, kept, inputs.tokens, phases, typed=ramp_text, gpus_asked=gpus, limits=limits)
+        if not phases or not len(kept):
+            return kept
+        hold_evaluation_shares(inputs, ev, kept)  # the evaluations beside the ramp, as plan's rows (jobs.plan.ramp_days)
+        kept = with_ramp_factors(ev, kept, inputs.tokens, phases, typed=ramp_text, gpus_asked=gpus, limits=limits,
+                                 on_factors=evaluation_beside_ramp)
+        drop_evaluation_shares(kept)
+        return kept
 
     return weigh
 
