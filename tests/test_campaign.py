@@ -312,3 +312,14 @@ def test_a_null_stages_key_asks_for_a_list(run_cli, tmp_path, command):
     plan.write_text("model: llama-3.1-8b\ngpus: 8\nstages: null\n")
     code, out, err = run_cli(command, str(plan))
     assert code == 2 and "stages: got 'null'; give a list of stages" in err and "default" not in err, err
+
+
+def test_a_null_stages_reads_alike_at_the_web_and_python_doors(client):
+    # review s20b S2: POST /api/campaign said 'give a value, or leave the key out for the default'; one text now
+    import gpuplan
+    from gpuplan.errors import STAGES_NULL_TEXT
+
+    response = client.post("/api/campaign", json={"model": "llama-3.1-8b", "stages": None})
+    assert response.status_code == 422 and response.json()["message"] == f"stages: got 'null'; {STAGES_NULL_TEXT}"
+    with pytest.raises(gpuplan.InputError, match=r"^stages: got 'null'; give a list of stages"):
+        gpuplan.estimate_campaign({"model": "llama-3.1-8b", "stages": None})

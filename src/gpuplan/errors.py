@@ -40,6 +40,10 @@ class NoLayoutFits(InputError):
 
 
 MAX_SHOWN_CHARS = 240
+STAGES_NULL_TEXT = ("give a list of stages, each a mapping of `gpuplan budget` fields, for a campaign (gpuplan campaign "
+                    "FILE, POST /api/campaign or gpuplan.estimate_campaign; docs/campaign.md)")
+"""A null `stages` (plan file, web body, Python): one text at every door (review s20 N13, s20b S2). It has no default,
+so the null rule's 'leave the key out for the default' does not fit it."""
 """Characters of a value quoted in a message: a 5,000-character choice from a plan file was echoed
 whole, the valid choices after it (MAX_TEXT names are 256 at most; the API cuts at 80)."""
 

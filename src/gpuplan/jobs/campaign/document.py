@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
-from gpuplan.errors import InputError, closest_names, printable
+from gpuplan.errors import STAGES_NULL_TEXT, InputError, closest_names, printable
 
 MAX_STAGES = 32
 """Stages in one campaign: Llama 3's campaign had four phases (pre-training, two long-context steps, annealing;
@@ -117,6 +117,8 @@ def _stage_list(document: Mapping[str, Any], head: str) -> list[Any]:
     if STAGES_KEY not in document:
         raise InputError(f"{head}{STAGES_KEY}", None, f"is required: {shape}")
     stages = document[STAGES_KEY]
+    if stages is None:  # the plan file's and the web body's words (errors.STAGES_NULL_TEXT)
+        raise InputError(f"{head}{STAGES_KEY}", "null", STAGES_NULL_TEXT)
     if not isinstance(stages, list | tuple):
         raise InputError(f"{head}{STAGES_KEY}", _kind(stages), f"must be {shape}")
     if not stages:
