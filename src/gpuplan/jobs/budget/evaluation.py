@@ -62,6 +62,14 @@ def in_loop_evaluation(run, settings, forward_share: float | None,
                               step_seconds or run.step_seconds, settings.eval_ramp)
 
 
+def beyond_training(inputs) -> str:
+    """What a deadline's wall-clock adds to the failure-free training: failures and checkpoints, and the in-loop
+    evaluations where --eval-interval is given (the budget's failure model runs them). One text for `plan`'s and
+    `train`'s deadlines (review s20 S8, s20b S3)."""
+    evaluated = getattr(inputs, "eval_interval", None) is not None
+    return "failures, checkpoints and in-loop evaluation" if evaluated else "failures and checkpoints"
+
+
 def with_evaluation(run, evaluation: E.InLoopEvaluation | None):
     """``run`` (jobs.budget.model.RunFacts) carrying the evaluations' failure-free wall-clock."""
     return run if evaluation is None else replace(run, eval_seconds=evaluation.seconds)

@@ -8,6 +8,7 @@ import numpy as np
 
 from gpuplan.core.units import SECONDS_PER_DAY, format_duration, plural
 from gpuplan.errors import InputError
+from gpuplan.jobs.budget.evaluation import beyond_training
 from gpuplan.planner.plan import deadline_counts_between, deadline_order
 from gpuplan.planner.search import LayoutTable
 from gpuplan.planner.space import DEADLINE_COUNTS_MAX, range_counts
@@ -67,8 +68,7 @@ def deadline_rows(inputs, fitting: LayoutTable, counts) -> tuple[LayoutTable, st
     if not len(meets):
         quickest = int(np.argmin(fitting["days_with_failures"]))  # fastest as the deadline measures it
         quickest_s = fitting["days"][quickest] * SECONDS_PER_DAY  # '0.0 days' at 1,500 s before
-        besides = ("failures, checkpoints and in-loop evaluation" if getattr(inputs, "eval_interval", None) else
-                   "failures and checkpoints")  # days_with_failures weighs the evaluations (completes.work_factors)
+        besides = beyond_training(inputs)  # days_with_failures weighs the evaluations (completes.work_factors)
         fastest = (f"the fastest layout needs {format_duration(quickest_s)} before {besides}, "
                    f"{format_duration(fitting['days_with_failures'][quickest] * SECONDS_PER_DAY)} with them, "
                    f"on {plural(int(fitting['gpus'][quickest]), 'GPU')}")

@@ -371,10 +371,10 @@ def _working(count: int, layout) -> int:
 
 
 def _beyond(inputs) -> str:
-    """What the deadline's wall-clock adds to the training beyond the communication allowance: failures and checkpoints,
-    and the in-loop evaluations where --eval-interval is given (the budget's failure model runs them; review s20 S8)."""
-    evaluated = getattr(inputs, "eval_interval", None) is not None
-    return "failures, checkpoints and in-loop evaluation" if evaluated else "failures and checkpoints"
+    """What the deadline's wall-clock adds beyond the communication allowance (jobs.budget.evaluation.beyond_training)."""
+    from gpuplan.jobs.budget.evaluation import beyond_training
+
+    return beyond_training(inputs)
 
 
 def _fastest_within(wall: Callable[[int], float], start: int, node: int, deadline: float, days: float,
