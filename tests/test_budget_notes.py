@@ -28,3 +28,16 @@ def test_a_run_that_mostly_recovers_is_told_so(run_cli, extra, low):
         assert (goodput < LOW_GOODPUT) == low, goodput
     if notes:
         assert notes[0].startswith(f"goodput {goodput:.1%}: this run spends most of its wall-clock")
+
+
+def test_a_spot_run_that_mostly_recovers_is_told_so(run_cli):
+    # review s20b S4: spot goodput 0.0%, 2.16M days and $2.0 trillion with no note (on demand completes normally)
+    ask = ("budget", "llama-3.1-8b", "--gpu", "h100", "--mfu", "0.4", "--gpus", "16384", "--tokens", "15T", "--json")
+    for preemption, told in (("20", True), ("0.15", False)):
+        code, out, err = run_cli(*ask, "--spot-preemption", preemption)
+        assert code == 0, err
+        report = json.loads(out)
+        spot = [n for n in report["notes"] if n.startswith("spot goodput")]
+        assert bool(spot) == told, report["notes"]
+        if told:
+            assert "run on demand, or give a lower --spot-preemption" in spot[0]

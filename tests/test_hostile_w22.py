@@ -63,8 +63,8 @@ Found, each fixed where every door passes (one line naming the field, exit 2):
     LOADING (storage): step 2.1e+297 s instead of 9.57 s', `--storage-write 1e-12` (or 1e-300) was refused as
     'failures come faster than a checkpoint period plus a restart (fewer GPUs, a lower --failure-rate or a shorter
     --restart)', none of which shortens a checkpoint write (fewer GPUs write as long a shard each per failure-free
-    hour); each now takes at least 1 MB/s (0.001 GB/s, jobs/budget/fields.MIN_GBPS: the slow-loader case
-    tests/test_budget.py reads at 1 MB/s a node), at every door and in BudgetSettings;
+    hour); each now takes at least 1 kB/s a node (1e-6 GB/s, jobs/budget/fields.MIN_GBPS; the wave's first floor,
+    1 MB/s, refused a small filer's share of a large cluster: review s20 M3), at every door and in BudgetSettings;
 (6) `plan llama-3.1-8b --days 1 --tokens 1T --eval-interval 1 --eval-iters 100` was refused as 'the fastest layout
     needs 21.5 min before failures and checkpoints, 1.04 days with them': the 70x is the in-loop evaluation the
     deadline weighs (jobs.budget.evaluation.work_factors), not failures; the refusal (and the default week's note)

@@ -13,6 +13,10 @@ def budget_notes(run: RunFacts, s: BudgetSettings, sc: Scenario, p: Prices) -> t
         notes.append(f"goodput {sc.on_demand.goodput:.1%}: this run spends most of its wall-clock recovering from "
                      f"failures (one every {format_duration(sc.on_demand.mtbi)}); fewer GPUs, a lower --failure-rate, "
                      "a shorter --restart or a faster --storage-write (async checkpoints) would let it train")
+    elif sc.spot.goodput < LOW_GOODPUT:  # review s20b S4: spot at 0.0% and $2.0 trillion with no word said
+        notes.append(f"spot goodput {sc.spot.goodput:.1%}: on spot capacity this run spends most of its wall-clock "
+                     f"recovering from reclaims and failures (one every {format_duration(sc.spot.mtbi)}); its spot "
+                     "lines are not a plan: run on demand, or give a lower --spot-preemption")
     if (s.checkpoint_storage or s.storage) == "local_nvme":
         notes.append("checkpoints on node-local NVMe are lost with their node; copy them to shared storage")
     if s.async_checkpoint and sc.on_demand.interval <= sc.write_seconds * 1.001:
