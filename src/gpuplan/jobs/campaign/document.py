@@ -87,7 +87,7 @@ def read_campaign(document: Any, where: str | None = None, prepare: Prepare | No
             raise InputError(f"{label}.{NAME_KEY}", name, "is the name of an earlier stage; give each stage its own")
         own = {k: v for k, v in stage.items() if k != NAME_KEY}
         if STAGES_KEY in own:  # not 'did you mean storage?' (hostile wave 22, H's item 1)
-            raise InputError(f"{label}.{STAGES_KEY}", _kind(own[STAGES_KEY]), "stages do not nest: each stage is one "
+            raise InputError(f"{label}.{STAGES_KEY}", own[STAGES_KEY], "stages do not nest: each stage is one "
                              "`gpuplan budget` run; list every stage in the campaign's own `stages:`")
         _known_keys(own, fields, f"{label}.", (NAME_KEY,))
         with _named(label, head):

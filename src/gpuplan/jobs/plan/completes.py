@@ -331,9 +331,12 @@ def solved_count_refusal(refusal: InputError, inputs, gpus: float) -> InputError
     days that count was solved from, and offers more days where it offered fewer GPUs. Any other refusal as is."""
     if getattr(inputs, "gpus", None) is not None or refusal.field != "gpus" or getattr(inputs, "days", None) is None:
         return refusal
+    from gpuplan.schema.types import MAX_DAYS
+
     said = refusal.expected.removeprefix("a GPU count where the run completes with failures: ")
+    more = "(more days, " if inputs.days < MAX_DAYS else "("  # none past the cap --days takes (review s20b N)
     return refusal.retold("days", inputs.days, f"meeting it takes {gpus:,.0f} GPUs (solved: no --gpus given), and "
-                          + said.replace("(fewer GPUs, ", "(more days, "))
+                          + said.replace("(fewer GPUs, ", more))
 
 
 def _batch_given(inputs) -> tuple[str, float] | None:
