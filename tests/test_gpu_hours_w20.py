@@ -120,5 +120,9 @@ def test_wave_20_candidates_left_out_name_their_criterion(runs):
                            ("granite-code", "criteria a, b")):
         assert criterion in reasons[rid], rid
         assert rid not in runs, rid
-    assert 6 * 1.82e9 * 350e9 / (72 * 3_600 * 989.4e12) == pytest.approx(14.9, abs=0.05)
-    assert 15 * 24 * 160 == 57_600 and "57,600 A100 GPU hours" in reasons["minicpm-2.4b"]
+    from gpuplan.catalog import load_accelerator
+
+    # the ratios the reasons print, worked here from their own figures and the catalog's H100 bf16 peak
+    peak = dict(load_accelerator("h100-sxm").peak_flops)["bf16"]
+    assert f"= {6 * 1.82e9 * 350e9 / (72 * 3_600 * peak):.1f};" in reasons["fineweb-ablation-1.82b"]
+    assert f"{15 * 24 * 160:,} A100 GPU hours" in reasons["minicpm-2.4b"]

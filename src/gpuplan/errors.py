@@ -40,6 +40,9 @@ class NoLayoutFits(InputError):
 
 
 MAX_SHOWN_CHARS = 240
+CAMPAIGN_KEY = "stages"
+"""The key that makes a plan file, body or mapping a campaign (docs/campaign.md): jobs/campaign/document.py reads it,
+schema/base.py refuses it to a one-run job, and the plan file and web body refuse it null."""
 STAGES_NULL_TEXT = ("give a list of stages, each a mapping of `gpuplan budget` fields, for a campaign (gpuplan campaign "
                     "FILE, POST /api/campaign or gpuplan.estimate_campaign; docs/campaign.md)")
 """A null `stages` (plan file, web body, Python): one text at every door (review s20 N13, s20b S2). It has no default,

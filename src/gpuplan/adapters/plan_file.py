@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from gpuplan.errors import STAGES_NULL_TEXT, InputError, printable
+from gpuplan.errors import CAMPAIGN_KEY, STAGES_NULL_TEXT, InputError, printable
 
 PLAN_SUFFIXES = (".yaml", ".yml", ".toml")
 
@@ -38,7 +38,7 @@ def read_plan_file(path: str | Path) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise InputError("plan file", str(path), "expected a mapping of input names to values")
     empty = next((key for key, value in data.items() if value is None), None)
-    if empty == "stages":  # a campaign's list (docs/campaign.md), which has no default (review s20 N13)
+    if empty == CAMPAIGN_KEY:  # a campaign's list (docs/campaign.md), which has no default (review s20 N13)
         raise InputError(f"{path}: {empty}", "null", STAGES_NULL_TEXT)
     if empty is not None:  # `gpus:` with nothing after it, or `gpus: null`: not the default in disguise
         raise InputError(f"{path}: {empty}", "null", "give a value, or leave the key out for the "

@@ -14,7 +14,7 @@ from typing import Any
 
 import click
 
-from gpuplan.errors import InputError, as_typed
+from gpuplan.errors import CAMPAIGN_KEY, InputError, as_typed
 
 FORMATS = ("table", "json", "markdown", "csv")
 
@@ -202,7 +202,7 @@ def raw_inputs(target: str | None, flags: dict[str, Any], schema: type) -> tuple
     where = None
     if is_plan_file(target):
         raw, where = plan_relative_paths(read_plan_file(target), target), str(target)
-        unknown = sorted((k for k in raw if k not in schema.model_fields), key=lambda k: k != "stages")  # a campaign's
+        unknown = sorted((k for k in raw if k not in schema.model_fields), key=lambda k: k != CAMPAIGN_KEY)  # a campaign's
         if unknown:  # list named first (schema.base.campaign_refusal), not its title or a default this job lacks
             schema.parse({unknown[0]: raw[unknown[0]]}, where)  # raises: unknown field, with the valid ones
     elif target is not None:

@@ -14,6 +14,8 @@ from typing import Any
 
 import click
 
+from gpuplan.errors import CAMPAIGN_KEY
+
 TRAINING_SECTIONS = ("budget", "memory", "plan")
 SHARED_WITH_INFERENCE = ("model", "params", "gpu", "price")
 HELP = (
@@ -41,10 +43,10 @@ def reports_for_plan(data: dict[str, Any], where: str, sections: str | tuple[str
     training = set().union(*(fields[name] for name in TRAINING_SECTIONS))
     serving_only = fields["inference"] - training
     unknown = sorted(set(data) - training - serving_only)
-    if "stages" in unknown:  # a campaign file: named with what runs it (schema.base), not as an unknown field
+    if CAMPAIGN_KEY in unknown:  # a campaign file: named with what runs it (schema.base), not as an unknown field
         from gpuplan.schema.base import campaign_refusal
 
-        raise campaign_refusal(data["stages"], where)
+        raise campaign_refusal(data[CAMPAIGN_KEY], where)
     if unknown:
         raise InputError(
             f"{where}: {unknown[0]}",

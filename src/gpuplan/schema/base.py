@@ -15,7 +15,7 @@ from typing import Any, Self
 
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
-from gpuplan.errors import InputError, as_typed, closest_names
+from gpuplan.errors import CAMPAIGN_KEY, InputError, as_typed, closest_names
 
 
 def _where(loc: tuple, prefix: str | None) -> str:
@@ -60,8 +60,6 @@ def error_from_detail(err: Mapping[str, Any], valid: tuple[str, ...] = (), prefi
     return InputError(field, value, message[len("Value error, "):] if message.startswith("Value error, ") else message)
 
 
-CAMPAIGN_KEY = "stages"
-"""The key that makes a plan file or body a campaign (jobs/campaign/document.py STAGES_KEY; docs/campaign.md)."""
 
 
 def campaign_refusal(stages: Any, where: str | None = None) -> InputError:

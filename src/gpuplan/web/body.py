@@ -13,7 +13,7 @@ import re
 from typing import Any
 
 from gpuplan.core import units
-from gpuplan.errors import STAGES_NULL_TEXT, InputError
+from gpuplan.errors import CAMPAIGN_KEY, STAGES_NULL_TEXT, InputError
 
 MAX_DEPTH = 32
 """Nesting levels of objects/lists in a body, the body itself included (a pasted config.json
@@ -137,7 +137,7 @@ def _check_no_nulls(data: dict[str, Any], known: frozenset[str] | None = None) -
     Only for ``known`` keys: {"foo": null} told the user foo has a default; the schema answers 'unknown field'
     (review w12 r3 S4)."""
     empty = next((key for key, value in data.items() if value is None and (known is None or key in known)), None)
-    if empty == "stages":  # a campaign's list has no default (review s20b S2): the plan file's words
+    if empty == CAMPAIGN_KEY:  # a campaign's list has no default (review s20b S2): the plan file's words
         raise InputError("stages", "null", STAGES_NULL_TEXT)
     if empty is not None:
         raise InputError(preview(empty), "null", "give a value, or leave the key out for the default")

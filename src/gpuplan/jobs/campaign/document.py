@@ -15,14 +15,14 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
-from gpuplan.errors import STAGES_NULL_TEXT, InputError, closest_names, printable
+from gpuplan.errors import CAMPAIGN_KEY, STAGES_NULL_TEXT, InputError, closest_names, printable
 
 MAX_STAGES = 32
 """Stages in one campaign: Llama 3's campaign had four phases (pre-training, two long-context steps, annealing;
 arXiv:2407.21783 Sec. 3.4) and OLMo 3 7B's three; 32 is far past any published one and bounds the work of one ask."""
 MAX_NAME_CHARS = 64
 """Characters of a stage's (or the campaign's) name: a label for the table row."""
-STAGES_KEY = "stages"
+STAGES_KEY = CAMPAIGN_KEY
 NAME_KEY = "name"
 Prepare = Callable[[dict[str, Any]], dict[str, Any]]
 """A face's own reading of a stage's raw fields before the schema sees them (the CLI: paths beside the plan file;

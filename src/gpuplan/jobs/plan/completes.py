@@ -172,15 +172,15 @@ def check_run_completes(run, settings, batch_asked: bool | tuple[str, float] | N
     the layout's dp x micro-batch slots, the unit the refusal's largest batch is rounded down to (largest_step_tokens)."""
     plans = [_plans_of(replace(run, step_seconds=0.0), settings, run.gpus)]
     which, steps = np.zeros(1, np.int64), np.array([run.step_seconds])
-    finishing = [bool(_wall_shares(*_plan_columns(plans, which, k), steps)[1][0]) for k in range(6)]
-    for k in range(6):
-        share, finishes = _wall_shares(*_plan_columns(plans, which, k), steps)
+    shares = [_wall_shares(*_plan_columns(plans, which, k), steps) for k in range(6)]  # each plan once
+    on_demand_finishes = all(bool(finishes[0]) for _, finishes in shares[0::2])
+    for k, (share, finishes) in enumerate(shares):
         if not finishes[0] or (k == 0 and checking_offer() and not share[0] <= OFFER_SLOWDOWN):
             batch = batch_asked if isinstance(batch_asked, tuple) else (  # (field, value) as given, else the run's
                 ("global_batch_tokens", whole_or(run.global_batch_tokens)) if batch_asked else None)
             raise no_completion(batch, f"{run.gpus:,.0f}", True, largest_step_tokens(
                 plans, which, np.array([run.global_batch_tokens]) / steps, granule, slowdown),
-                aligned=granule is not None, spot_only=k % 2 == 1 and all(finishing[0::2]))
+                aligned=granule is not None, spot_only=k % 2 == 1 and on_demand_finishes)
 
 
 def check_plan_completes(inputs, spec, gpu, plan, wall_seconds: float, slowdown: bool = False) -> None:

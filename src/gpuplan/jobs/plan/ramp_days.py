@@ -80,13 +80,12 @@ def drop_evaluation_shares(fitting) -> None:
 
 
 def _evaluation_work(inputs, ev, fitting) -> np.ndarray:
-    """Each row's in-loop evaluation work over its steady training work, e (0 without --eval-interval)."""
-    settings = inputs.budget_settings() if hasattr(inputs, "budget_settings") else None
-    if settings is None or settings.eval_interval is None:
-        return np.zeros(len(fitting))
+    """Each row's in-loop evaluation work over its steady training work, e: work_factors' factor less 1 (its 1.0
+    without --eval-interval gives 0 on every row)."""
     from gpuplan.jobs.budget.evaluation import work_factors
 
-    return work_factors(inputs, ev.spec, fitting, settings) - 1.0
+    factors = work_factors(inputs, ev.spec, fitting, inputs.budget_settings())
+    return np.broadcast_to(np.asarray(factors, dtype=float) - 1.0, (len(fitting),)).copy()
 
 
 def _order(inputs, deadline: float | None):

@@ -24,6 +24,7 @@ from gpuplan.core.economics.io import nodes_for
 from gpuplan.core.model.spec import params_for_6nd
 from gpuplan.core.units import SECONDS_PER_DAY, format_duration
 from gpuplan.errors import InputError, NoLayoutFits
+from gpuplan.jobs.budget.evaluation import beyond_training
 from gpuplan.jobs.plan.offer import offers_answering_batch
 from gpuplan.jobs.training.mfu_refusal import check_solved_mfu
 from gpuplan.jobs.training.schema import DEFAULT_DAYS, DEFAULT_MFU, TrainingInputs
@@ -211,7 +212,7 @@ def _solve_mfu(inputs: TrainingInputs, spec, gpu, peak: float, gpus: int, days: 
     plan, work, solved = solved_on(gpus)
     check_solved_mfu(solved, flops, inputs, spec, gpu, deadline, gpus_within)
     met = work if after_allowances is None else after_allowances(gpus, plan, work)
-    what = "communication allowance" + (f", {_beyond(inputs)}" if after_allowances is not None else "")
+    what = "communication allowance" + (f", {beyond_training(inputs)}" if after_allowances is not None else "")
     return TimeEstimate(solved, None, None, mode="solved", deadline_days=days, deadline_wall_seconds=met,
                         deadline_allowances=what), plan, inputs, flops
 
@@ -242,7 +243,7 @@ def _for_deadline(inputs: TrainingInputs, flops: Flops, peak: float, mfu: float,
             raw = count * wall(count, layout) / deadline
             if not raw <= MAX_GPUS:  # grown by failures past any count laid out: the iterate is no requirement
                 return _fastest_within(lambda n: wall(n, layout), least, node, deadline, days, allowance,
-                                       _beyond(inputs))
+                                       beyond_training(inputs))
             needed = _nodes(_whole(raw, mfu, days), node)
             if needed <= count:
                 break
@@ -273,7 +274,7 @@ def _for_deadline(inputs: TrainingInputs, flops: Flops, peak: float, mfu: float,
         if wall(fewer_count, fewer) <= deadline:
             count, plan = fewer.gpus, _all_working(fewer)
     estimate = _budgets(flops.used, peak, plan.gpus, None, mfu, inputs.mfu_band, "--mfu range", "article")
-    what = "communication allowance" + (f", {_beyond(inputs)}" if after_allowances is not None else "")
+    what = "communication allowance" + (f", {beyond_training(inputs)}" if after_allowances is not None else "")
     return (TimeEstimate(estimate.expected, estimate.fast, estimate.slow, estimate.band_source, "article", days,
                          article.gpus, wall(count, plan), what), plan, inputs, flops)
 
@@ -370,15 +371,8 @@ def _working(count: int, layout) -> int:
     return max(1, count - getattr(layout, "idle_gpus", 0))
 
 
-def _beyond(inputs) -> str:
-    """What the deadline's wall-clock adds beyond the communication allowance (jobs.budget.evaluation.beyond_training)."""
-    from gpuplan.jobs.budget.evaluation import beyond_training
-
-    return beyond_training(inputs)
-
-
 def _fastest_within(wall: Callable[[int], float], start: int, node: int, deadline: float, days: float,
-                    allowance: float, beyond: str = "failures and checkpoints") -> int:
+                    allowance: float, beyond: str) -> int:
     """The fewest GPUs from ``start`` (the failure-free count: none fewer meets it) up to MAX_GPUS whose ``wall``
     meets ``deadline``, on a grid of 2^(1/8) steps (whole nodes), where settle's iterate count x wall / deadline
     outgrew MAX_GPUS; where none does, the refusal says so with the fastest count on the grid (from start / 64;
