@@ -24,6 +24,7 @@ from gpuplan.adapters.config_fields import (
     check_flags,
     check_rope_scaling,
     check_routing,
+    class_defaults,
     config_activation,
     config_dropout,
     first,
@@ -326,7 +327,8 @@ def _model_spec(config: dict[str, Any], name: str, source: str, override: str | 
     cfg = text_config(config)
     model_type, notes = _model_type(cfg, override)
     notes += check_architecture(config, cfg, model_type, overridden=bool(override))
-    cfg = {**CONFIG_DEFAULTS.get(model_type, {}), **{k: v for k, v in cfg.items() if v is not None},
+    defaults = class_defaults(cfg, CONFIG_DEFAULTS.get(model_type, {}), model_type in WINDOW_PATTERN)
+    cfg = {**defaults, **{k: v for k, v in cfg.items() if v is not None},
            "model_type": model_type}
     if model_type == "dbrx":
         cfg = _dbrx_flat(cfg)

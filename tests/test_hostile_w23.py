@@ -1,0 +1,66 @@
+"""Hostile inputs, wave 23 (2026-12-07, helper H). Probed (in-process CLI, the web test client, the Python API) and
+found answered or refused as the house rule asks: see the list at the end of this docstring.
+
+Found, each fixed where every door passes (one line naming the field, exit 2):
+
+(1) an OLMo 3 / GPT-OSS config.json stating ``"sliding_window": null`` was read with the config class's default window
+    (4,096 / 128): the reader dropped every null before filling its defaults (review s20b N7). transformers 5.25.0
+    keeps the null (Olmo3Config(sliding_window=None).sliding_window is None) and cannot run such a model when any
+    layer slides (masking_utils.create_sliding_window_causal_mask: "Could not find a `sliding_window` argument in the
+    config, or it is not set"; with a cache, cache_utils' sliding layer raises TypeError), so it is now refused,
+    naming the window (adapters/config_fields.null_window_refusal); with every layer full_attention no layer needs a
+    window and the config is answered, windowless.
+"""
+
+import json
+
+import pytest
+from helpers import field_refusal
+
+pytestmark = pytest.mark.usefixtures("time_box")  # conftest: a hang fails the case, not the suite
+
+
+# ---- (1) an explicit null window where the config class defaults one -------------------------------------------------
+
+OLMO3 = {"model_type": "olmo3", "hidden_size": 4096, "num_hidden_layers": 8, "num_attention_heads": 32,
+         "intermediate_size": 11008, "vocab_size": 100352, "max_position_embeddings": 65536}
+GPT_OSS = {"model_type": "gpt_oss", "hidden_size": 2880, "num_hidden_layers": 4, "num_attention_heads": 64,
+           "num_key_value_heads": 8, "head_dim": 64, "intermediate_size": 2880, "num_local_experts": 32,
+           "num_experts_per_tok": 4, "vocab_size": 201088, "max_position_embeddings": 131072}
+NULL_WINDOW = "its sliding_attention layers need a window (transformers cannot run a null one)"
+
+
+@pytest.mark.parametrize("config, default", [(OLMO3, "4,096"), (GPT_OSS, "128")])
+@pytest.mark.parametrize("layer_types", [None, "one sliding"])
+def test_1_a_stated_null_window_with_sliding_layers_is_refused(run_cli, tmp_path, config, default, layer_types):
+    import gpuplan
+
+    document = {**config, "sliding_window": None}
+    if layer_types:  # every layer full but the last
+        document["layer_types"] = ["full_attention"] * (config["num_hidden_layers"] - 1) + ["sliding_attention"]
+    path = tmp_path / "hostile.json"
+    path.write_text(json.dumps(document), encoding="utf-8")
+    err = field_refusal(run_cli("memory", "--model", str(path), "--gpu", "h100"), f"{path}: sliding_window",
+                        NULL_WINDOW)
+    assert f"leave it out for the default {default}" in err, err
+    with pytest.raises(gpuplan.InputError, match="sliding_window: got no value; its sliding_attention"):
+        gpuplan.estimate_memory(gpuplan.MemoryInputs(model=str(path), gpu="h100"))
+
+
+@pytest.mark.parametrize("config", [OLMO3, GPT_OSS])
+def test_1_a_null_window_over_full_layers_is_windowless_and_a_left_out_one_the_default(config):
+    from gpuplan.adapters.hf_config import model_spec_from_hf_config
+
+    layers = config["num_hidden_layers"]
+    full = model_spec_from_hf_config({**config, "sliding_window": None, "layer_types": ["full_attention"] * layers})
+    assert full.sliding_window is None and full.layer_types == ()
+    left_out = model_spec_from_hf_config(dict(config))  # the config class's default (test_window_defaults)
+    assert left_out.sliding_window == (4096 if config is OLMO3 else 128)
+
+
+def test_1_a_mistral_null_window_still_means_no_window():
+    """Mistral 7B v0.2 ships "sliding_window": null: no window (MistralConfig has no layer_types), as before."""
+    from gpuplan.adapters.hf_config import model_spec_from_hf_config
+
+    spec = model_spec_from_hf_config({**OLMO3, "model_type": "mistral", "sliding_window": None})
+    assert spec.sliding_window is None
