@@ -10,12 +10,16 @@ Found, each fixed where every door passes (one line naming the field, exit 2):
     config, or it is not set"; with a cache, cache_utils' sliding layer raises TypeError), so it is now refused,
     naming the window (adapters/config_fields.null_window_refusal); with every layer full_attention no layer needs a
     window and the config is answered, windowless.
+(2) a number-bound refusal named no unit (review s20b N12): `budget ... --storage-read 1e-9` read 'must be >= 1e-06 and
+    <= 1000000', where --help says GB/s a node; `--days 1e30` '<= 36500' (days), a JSON restart of -5 '<= 604800'
+    (seconds). The bound words now end with the field's unit (schema/bound_words.py: UNITS by field name, days and
+    seconds from their readers), the wording otherwise unchanged; a degree or a share still has none.
 """
 
 import json
 
 import pytest
-from helpers import field_refusal
+from helpers import field_refusal, web_refusal
 
 pytestmark = pytest.mark.usefixtures("time_box")  # conftest: a hang fails the case, not the suite
 
@@ -64,3 +68,53 @@ def test_1_a_mistral_null_window_still_means_no_window():
 
     spec = model_spec_from_hf_config({**OLMO3, "model_type": "mistral", "sliding_window": None})
     assert spec.sliding_window is None
+
+
+# ---- (2) a bound refusal says the field's unit ---------------------------------------------------------------------
+
+BUDGET_ASK = {"model": "gpt2", "gpu": "h100", "gpus": 8, "tokens": "1e9", "mfu": 0.4}
+
+
+@pytest.mark.parametrize("field, value, words", [
+    ("storage_read", "1e-9", "must be >= 1e-06 and <= 1000000 GB/s a node"),
+    ("host_copy", "2e6", "must be >= 1e-06 and <= 1000000 GB/s a GPU"),
+    ("failure_rate", "0.5", "must be >= 1e-09 and <= 0.01 interruptions a GPU-hour"),
+    ("spot_preemption", "1001", "must be >= 0 and <= 1000 reclaims a node-month"),
+    ("eval_interval", "2e9", "must be >= 1 and <= 1000000000 optimizer steps"),
+])
+def test_2_a_bound_refusal_names_the_unit_at_every_door(run_cli, client, tmp_path, field, value, words):
+    import gpuplan
+
+    flags = [f"--{k.replace('_', '-')}={v}" for k, v in {**BUDGET_ASK, field: value}.items() if k != "model"]
+    cli = field_refusal(run_cli("budget", "--model", "gpt2", *flags), field)
+    assert cli == f"error: {field}: got '{value}'; {words}\n"
+    plan = tmp_path / "ask.yaml"  # YAML reads the value as a number: quoted without its quotes
+    plan.write_text("".join(f"{k}: {v}\n" for k, v in {**BUDGET_ASK, field: value}.items()), encoding="utf-8")
+    assert field_refusal(run_cli("budget", str(plan)), f"{plan}: {field}").endswith(f"; {words}\n")
+    assert web_refusal(client.post("/api/budget", json={**BUDGET_ASK, field: value}), field) == \
+        f"{field}: got '{value}'; {words}"
+    with pytest.raises(gpuplan.InputError) as api:
+        gpuplan.estimate_budget(gpuplan.BudgetInputs(**BUDGET_ASK, **{field: value}))
+    assert str(api.value) == f"{field}: got '{value}'; {words}"
+
+
+def test_2_days_and_seconds_say_their_unit(run_cli, client):
+    import gpuplan
+
+    field_refusal(run_cli("train", "--model", "gpt2", "--gpu", "h100", "--days", "1e30"), "days",
+                  "days: got '1e30'; must be > 0 and <= 36500 days")
+    web_refusal(client.post("/api/budget", json={**BUDGET_ASK, "restart": -5}), "restart",
+                "must be > 0 and <= 604800 s")
+    with pytest.raises(gpuplan.InputError, match=r"^restart: got -5; must be > 0 and <= 604800 s$"):
+        gpuplan.BudgetInputs(**BUDGET_ASK, restart=-5)
+
+
+@pytest.mark.parametrize("job, flag, value, words", [
+    ("infer", "--prompt", "1e30", "prompt: got '1e30'; must be > 0 and <= 16777216 tokens"),
+    ("infer", "--rps", "1e30", "rps: got '1e30'; must be >= 1e-06 and <= 10000000 requests/s"),
+    ("memory", "--tp", "1e30", "tp: got '1e30'; must be > 0 and <= 1048576"),  # a degree: no unit
+    ("infer", "--prefix-hit", "100%", "prefix_hit: got '100%'; must be >= 0 and <= 0.99"),  # a share: none
+])
+def test_2_counts_in_tokens_and_rates_say_theirs_degrees_and_shares_none(run_cli, job, flag, value, words):
+    code, out, err = run_cli(job, "--model", "gpt2", "--gpu", "h100", flag, value)
+    assert (code, out, err) == (2, "", f"error: {words}\n")

@@ -25,6 +25,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BeforeValidator, ValidationInfo, WithJsonSchema
 
 from gpuplan.core import units
+from gpuplan.schema.bound_words import bound_words
 from gpuplan.schema.unseen_text import REFUSAL as UNSEEN_REFUSAL, unseen
 from gpuplan.errors import InputError
 
@@ -97,38 +98,31 @@ def _finite(value: Any, field: str) -> None:
         raise InputError(field, value, "must be a finite number")
 
 
-def _plain(bound: float) -> str:
-    """A bound as written in full, 1048576 rather than 1.04858e+06; past 10^12, 1e+18 stays short."""
-    return f"{int(bound)}" if bound == int(bound) and abs(bound) < 1e12 else f"{bound:g}"
-
-
-def _bound_words(low: float, high: float, low_open: bool) -> str:
-    """The refusal of a number outside [low, high] (or (low, high]): 'must be >= 1000 and <= 1e+18'."""
-    return f"must be {f'> {_plain(low)}' if low_open else f'>= {_plain(low)}'} and <= {_plain(high)}"
-
-
 _NUMBER_AND_UNIT = re.compile(r"\s*[-+]?((?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:e[-+]?[0-9]+)?)\s*[a-z]*\s*")
 """A number as typed, with a sign and a unit or suffix or neither ('1e400', '-1e400', '1e308h', '1e300T')."""
 
 
-def _past_bound(text: Any, value: Any, field: str, low: float, high: float, low_open: bool) -> None:
-    """InputError naming the field's bounds (_bound_words) where ``text`` is a number written with a size past
+def _past_bound(text: Any, value: Any, field: str, low: float, high: float, low_open: bool,
+                unit: str | None = None) -> None:
+    """InputError naming the field's bounds (bound_words) where ``text`` is a number written with a size past
     ``high``; nothing otherwise. A number that overflowed in reading ('1e400' to inf, '1e308' days in seconds) is
     past the field's bound, as a large finite one is ('--tokens 1e308': '<= 1e+18'), not 'not finite' (review w12
     r3 S3)."""
     match = _NUMBER_AND_UNIT.fullmatch(str(text).lower())
     if match and float(match.group(1)) > high:
-        raise InputError(field, value, _bound_words(low, high, low_open))
+        raise InputError(field, value, bound_words(low, high, low_open, field, unit))
 
 
-def _bounded(number: float, value: Any, field: str, low: float, high: float, low_open: bool) -> float:
+def _bounded(number: float, value: Any, field: str, low: float, high: float, low_open: bool,
+             unit: str | None = None) -> float:
+    """``number`` within its bounds, refused in bound_words (in ``unit``; None: the field's own)."""
     if not math.isfinite(number):
         if isinstance(value, str):  # typed digits that overflowed ('1e400'), not the text 'inf'
-            _past_bound(value, value, field, low, high, low_open)
+            _past_bound(value, value, field, low, high, low_open, unit)
         raise InputError(field, value, "must be a finite number")
     _not_subnormal(number, value, field)
     if (number <= low if low_open else number < low) or number > high:
-        raise InputError(field, value, _bound_words(low, high, low_open))
+        raise InputError(field, value, bound_words(low, high, low_open, field, unit))
     return number
 
 
@@ -289,16 +283,18 @@ def days(value: Any, info: ValidationInfo) -> float:
     0 < days <= MAX_DAYS."""
     field = _name(info)
     if isinstance(value, timedelta):
-        return _bounded(value.total_seconds() / units.SECONDS_PER_DAY, value, field, 0, MAX_DAYS, True)
+        days_given = value.total_seconds() / units.SECONDS_PER_DAY
+        return _bounded(days_given, value, field, 0, MAX_DAYS, True, "days")
     _finite(value, field)
     text = value if isinstance(value, int | float) else \
         text_of(value, field, f"a number of days, text such as '7d', '36h' or '2w', or a {DURATION_FORMS}")
     try:
         seconds = units.parse_duration(text, field)
     except units.Overflowed as exc:  # '1e308' (days, x 86,400 s) and '1e308h' overflow to inf: past the bound,
-        _past_bound(text, value, field, 0, MAX_DAYS, True)  # not 'not a positive, finite number' ('1e6' named it)
+        _past_bound(text, value, field, 0, MAX_DAYS, True, "days")  # not 'not a positive, finite number' ('1e6'
+        # named it)
         raise exc from None
-    return _bounded(seconds / units.SECONDS_PER_DAY, value, field, 0, MAX_DAYS, True)
+    return _bounded(seconds / units.SECONDS_PER_DAY, value, field, 0, MAX_DAYS, True, "days")
 
 
 def seconds(high: float, positive: bool = False, examples: str = "30min, 2h or 90s"):
@@ -348,7 +344,7 @@ def _bounded_duration(number: float, value: Any, field: str, high: float, positi
     604800' for `--restart 30d`) named no unit, and the field was typed in hours or days."""
     if math.isfinite(number) and number > high:
         raise InputError(field, value, f"must be at most {_duration_text(high)} ({high:,.0f} s)")
-    return _bounded(number, value, field, 0, high, positive)
+    return _bounded(number, value, field, 0, high, positive, "s")
 
 
 def _duration_text(seconds: float) -> str:
