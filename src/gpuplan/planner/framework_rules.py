@@ -263,6 +263,45 @@ def zero_allowed(rules: FrameworkRules, zero: int, *, dp: int, tp: int, pp: int,
     return not (zero == 0 and dp * cp > 1 and rules.replicated_only_alone and model_parallel)
 
 
+HSDP_ZERO_STAGES = {
+    # FSDP2 over dp_shard x cp, replicated over dp_replicate (config/configs.py@b5bcd76 L122-142: "the parallelism
+    # method used is HSDP"; distributed/parallel_dims.py L224-225, L280-281: fsdp = dp_shard x cp); its ZeRO-2 is
+    # the same fully_shard without reshard after forward (core.comm.fsdp2_reshard)
+    "torchtitan": (2, 3),
+    # the distributed optimizer sharded within num_distributed_optimizer_instances groups (ZeRO-1: parallel_state.py
+    # @core_v0.16.0 L834-841, reduce-scatter within, all-reduce across instances: param_and_grad_buffer.py
+    # L458-470); Megatron-FSDP turns HSDP on with the same option (mcore_fsdp_adapter.py@core_v0.16.0 L203-214)
+    "megatron": (1, 2, 3),
+    # MiCS (mics_shard_size) is a ZeRO-3 optimizer (engine.py@edaa722 L2434, L2468-2469; zero/mics.py
+    # MiCS_Optimizer(DeepSpeedZeroOptimizer_Stage3) L361, all-reduce across the replicas L407-431). ZeRO++'s hpZ
+    # (zero_hpz_partition_size, zero/config.py L309-312) is not it: a secondary partition of the parameters only,
+    # gradients and optimizer states still over every data-parallel rank
+    "deepspeed": (3,),
+    # accelerate's FSDP HYBRID_SHARD / HYBRID_SHARD_ZERO2 (utils/constants.py@16cb6eb8 L38): full shard or
+    # SHARD_GRAD_OP within a group, replicated across (parallelism_config.py L61-65, dp_replicate x dp_shard)
+    "hf": (2, 3),
+    "llmc": (),  # llmc/zero.cuh@f1e2ace: ZeRO-1 over every rank, no shard group
+    "generic": (1, 2, 3),
+}
+"""ZeRO stages each framework runs with a shard group smaller than its data-parallel ranks (--shard-group, HSDP)."""
+
+
+def shard_group_refusal(framework: str, zero: int | None, shard_group: int, cp: int | None = None) -> str | None:
+    """Why ``framework`` cannot run ZeRO ``zero`` (None: not given) with ``shard_group`` (what is valid), or None.
+    torchtitan shards over dp_shard x cp: cp divides the group (parallel_dims.py@b5bcd76 L281)."""
+    stages = HSDP_ZERO_STAGES.get(framework, HSDP_ZERO_STAGES["generic"])
+    if not stages:
+        return f"--framework {framework} has no hybrid sharding (llm.c shards ZeRO-1 over every rank): leave it out"
+    valid = ", ".join(map(str, stages[:-1])) + " or " * (len(stages) > 1) + str(stages[-1])  # '1, 2 or 3'
+    if zero == 0:
+        return f"shards model states within groups (HSDP): give --zero {valid}; ZeRO 0 replicates them on every rank"
+    if zero is not None and zero not in stages:
+        return f"--framework {framework} runs a shard group with ZeRO {valid} only (not {zero}): give --zero {valid}"
+    if framework == "torchtitan" and cp and shard_group % cp:
+        return f"torchtitan shards over dp_shard x cp: give a multiple of --cp {cp}"
+    return None
+
+
 CPU_OFFLOAD_PP, CPU_OFFLOAD_RECOMPUTE = 1, "none"
 """The pipeline degree and recompute mode Megatron-Core's CPU activation offloading
 (--cpu-offloading-num-layers) runs with: transformer_config.py __post_init__ raises "no support for

@@ -106,7 +106,8 @@ class Plan:
         return {"gpus": self.gpus, "dp": lay.dp, "tp": lay.tp, "pp": lay.pp, "vpp": lay.vpp, "cp": lay.cp,
                 "ep": lay.ep, "zero": lay.zero, "micro_batch": lay.micro_batch, "recompute": self.recompute,
                 "global_batch": self.global_batch, "idle_gpus": self.idle_gpus,
-                **({"etp": int(lay.expert_tp)} if lay.ep > 1 and lay.expert_tp != lay.tp else {})}
+                **({"etp": int(lay.expert_tp)} if lay.ep > 1 and lay.expert_tp != lay.tp else {}),
+                **({"shard_group": lay.shard_group} if lay.shard_group is not None else {})}
 
 
 def layout_text(layout: ParallelLayout, recompute: str) -> str:
@@ -116,7 +117,9 @@ def layout_text(layout: ParallelLayout, recompute: str) -> str:
     parts += [f"ep{layout.ep}"] if layout.ep > 1 else []
     parts += [f"etp{layout.expert_tp}"] if layout.ep > 1 and layout.expert_tp != layout.tp else []  # core.expert_layout
     again = "no recompute" if recompute == "none" else f"{recompute} recompute"
-    return " ".join(parts) + f" ZeRO-{layout.zero} mb{layout.micro_batch}, {again}"
+    hsdp = f" (HSDP: shard {layout.shard_group})" if layout.shard_group and layout.shard_group < layout.dp * layout.cp \
+        else ""  # a group of every data-parallel rank is plain sharding
+    return " ".join(parts) + f" ZeRO-{layout.zero} mb{layout.micro_batch}{hsdp}, {again}"
 
 
 def evaluate_layout(ev: Evaluator, layout: ParallelLayout, recompute: str, target_batch: float,
@@ -125,7 +128,8 @@ def evaluate_layout(ev: Evaluator, layout: ParallelLayout, recompute: str, targe
     layout = ev.with_expert_layout(layout)  # the experts as the search laid them out (one expert TP)
     step = step_time(ev.spec, ev.cluster, ev.step_settings(recompute), dp=layout.dp, tp=layout.tp,
                      pp=layout.pp, vpp=layout.vpp, cp=layout.cp, ep=layout.ep, zero=layout.zero,
-                     micro_batch=layout.micro_batch, micro_batches=layout.micro_batches_per_step)
+                     micro_batch=layout.micro_batch, micro_batches=layout.micro_batches_per_step,
+                     shard_group=layout.shard_group)
     memory = M.peak_memory(ev.spec, layout, replace(ev.memory, recompute=recompute))
     excess = float(M.peak_and_framework_gap(ev.spec, layout, replace(ev.memory, recompute=recompute), ev.overheads,
                                             ev.fit_reserve, ev.fsdp2_pools)[1])

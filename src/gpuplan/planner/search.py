@@ -30,7 +30,7 @@ from gpuplan.core.memory.recompute import block_recompute_share, recomputed_forw
 from gpuplan.core.time.step import StepSettings, step_time
 from gpuplan.core.comm.topology import Cluster
 from gpuplan.errors import InputError
-from gpuplan.planner.framework_rules import rules_for  # space imports it already
+from gpuplan.planner.framework_rules import HSDP_ZERO_STAGES, rules_for  # space imports it already
 from gpuplan.planner.pareto import pareto_front  # noqa: F401 (re-exported: jobs.plan.estimate, the tests)
 from gpuplan.core.comm.fsdp2_reshard import fsdp2_no_reshard
 from gpuplan.planner.uncertainty import KnownLayouts, fsdp_traffic_uncertainty, layout_kinds, layout_uncertainty
@@ -124,6 +124,9 @@ class Evaluator:
     tp_overlap_by_recompute: tuple[tuple[str, float], ...] | None = None
     """(recompute mode, StepSettings.tp_overlap) where the framework's own TP overlap applies (core.frameworks
     FrameworkProfile.tp_overlap_for: its share falls under full recompute); None: step's tp_overlap in every mode."""
+    shard_group: int | None = None
+    """--shard-group (HSDP): every layout's model states sharded within this many data-parallel ranks (the search
+    keeps the layouts whose dp x cp it divides: planner.space); None: over all of them."""
 
     @property
     def fsdp2_pools(self) -> bool:
@@ -147,12 +150,12 @@ class Evaluator:
         return self.with_expert_layout(ParallelLayout(
             dp=g["dp"], tp=g["tp"], pp=g["pp"], vpp=g["vpp"], cp=g["cp"], ep=g["ep"], zero=g["zero"],
             micro_batch=g["micro_batch"], global_batch=g["global_batch"],
-            sequence_parallel=self.step.sequence_parallel))  # memory: core.memory.activations
+            sequence_parallel=self.step.sequence_parallel))  # memory: core.memory.activations (shard group: below)
 
     def with_expert_layout(self, layout: ParallelLayout) -> ParallelLayout:
         """``layout`` with the experts laid out as the step times them (StepSettings.expert_tp, None = tp) and as
         the framework groups them (core.expert_layout): memory and time read one expert TP."""
-        return replace(layout, etp=self.step.expert_tp,
+        return replace(layout, etp=self.step.expert_tp, shard_group=self.shard_group,  # one HSDP group for all
                        experts_replicated_over_tp=self.memory.framework in EXPERTS_REPLICATED_OVER_TP)
 
     def step_settings(self, recompute: str) -> StepSettings:
@@ -174,7 +177,7 @@ class Evaluator:
         f = {k: g[k].astype(float) for k in ("dp", "tp", "pp", "vpp", "cp", "ep", "micro_batch", "micro_batches")}
         t = step_time(self.spec, self.cluster, self.step_settings(mode), dp=f["dp"], tp=f["tp"], pp=f["pp"],
                       vpp=f["vpp"], cp=f["cp"], ep=f["ep"], zero=g["zero"], micro_batch=f["micro_batch"],
-                      micro_batches=f["micro_batches"])
+                      micro_batches=f["micro_batches"], shard_group=self.shard_group)
         ones = np.ones(len(g["dp"]))
         parts = {f"{name}_seconds": np.asarray(getattr(t, name), dtype=float) * ones for name in STEP_PARTS}
         return parts | {"step_seconds": np.asarray(t.total) * ones, "exposed_comm_seconds": t.exposed_comm * ones,
@@ -325,6 +328,8 @@ def layouts_to_evaluate(evaluator: Evaluator, counts: tuple[int, ...], target_ba
                                  MAX_CANDIDATES // max(1, len(modes)))
     except InputError as exc:  # its only refusal: past max_rows; named with the counts' label
         raise InputError(exc.field, label, exc.expected) from None
+    if limits.shard_group is not None and not len(grid["gpus"]):
+        _shard_group_refusal(evaluator, counts, target_batch, max_tp, limits)
     if not exhaustive:
         grid = _take(grid, micro_batch_prefix(evaluator, grid, modes))
     evaluated = len(grid["gpus"]) * (len(modes) if exhaustive else 1)
@@ -335,6 +340,21 @@ def layouts_to_evaluate(evaluator: Evaluator, counts: tuple[int, ...], target_ba
                          "give fewer GPU counts (--gpus), a smaller global batch or fix some degrees (--tp, --pp, "
                          "--micro-batch)")
     return grid
+
+
+def _shard_group_refusal(evaluator: Evaluator, counts, target_batch: float, max_tp: int, limits: SpaceLimits) -> None:
+    """InputError naming shard_group where it left no layout that the search without it has: the data-parallel
+    ranks that shard (dp x cp) of those layouts, none of which it divides (or whose ZeRO stages it excludes)."""
+    free = enumerate_layouts(evaluator.spec, counts, evaluator.memory.seq_len, target_batch, max_tp,
+                             replace(limits, shard_group=None), MAX_CANDIDATES)
+    if not len(free["gpus"]):
+        return  # the layout itself is refused: the no-layout message says why
+    data = sorted({int(d) for d in free["dp"] * free["cp"]})
+    shown = ", ".join(f"{d:,}" for d in data[:12]) + (", ..." if len(data) > 12 else "")
+    stages = HSDP_ZERO_STAGES.get(limits.framework, HSDP_ZERO_STAGES["generic"])
+    raise InputError("shard_group", limits.shard_group, f"must divide the data-parallel ranks that shard (dp x cp = "
+                     f"{shown} in the layouts on these GPUs), with ZeRO {', '.join(map(str, stages))} under "
+                     f"--framework {limits.framework}: give a divisor of one of them, or leave it out")
 
 
 def search_layouts(evaluator: Evaluator, counts: tuple[int, ...], target_batch: float, max_tp: int,

@@ -15,6 +15,8 @@ frameworks impose (Megatron-Core / torchtitan):
   and no full recompute (planner.framework_rules);
 * dp = GPUs / (tp·cp·pp); ep divides the experts and dp·cp·tp / etp (experts are laid out over etp x ep
   of a stage's ranks: dp·cp where etp = tp, Megatron-Core's default; core.expert_layout); ZeRO 0-3 when there is more than one data-parallel rank;
+* a shard group (--shard-group, HSDP) the user gave divides dp·cp, with the ZeRO stages the framework runs it
+  with (framework_rules.HSDP_ZERO_STAGES); the search does not choose one itself;
 * every data-parallel rank gets at least one sequence (dp <= the requested batch); a batch given
   in sequences (--global-batch) is kept exactly, so dp divides it (Megatron asserts
   global_batch % (micro_batch x dp) == 0), while a batch given in tokens (or the 4M default) is a
@@ -36,8 +38,9 @@ from gpuplan.core.expert_layout import EXPERTS_REPLICATED_OVER_TP, expert_tp_for
 from gpuplan.core.model.spec import ModelSpec
 from gpuplan.core.parallel import virtual_stages_fit
 from gpuplan.errors import InputError
-from gpuplan.planner.framework_rules import (PER_MICRO_BATCH_SPLIT, combined_1f1b_runs, interleaved_runs, rules_for,
-                                             sequence_split_runs, torch_pipeline_runs, zero_allowed)
+from gpuplan.planner.framework_rules import (HSDP_ZERO_STAGES, PER_MICRO_BATCH_SPLIT, combined_1f1b_runs,
+                                             interleaved_runs, rules_for, sequence_split_runs, torch_pipeline_runs,
+                                             zero_allowed)
 
 RECOMPUTE_MODES = ("none", "selective", "full")
 DEGREES = ("gpus", "dp", "tp", "pp", "vpp", "cp", "ep", "zero", "micro_batch", "micro_batches", "global_batch")
@@ -77,6 +80,9 @@ class SpaceLimits:
     framework: str = "generic"
     """Whose data-parallel sharding rules the free search follows (planner.framework_rules); a ZeRO
     stage the user fixed is evaluated as asked."""
+    shard_group: int | None = None
+    """--shard-group (HSDP): only structures whose dp x cp it divides, with the ZeRO stages the framework runs it
+    with (framework_rules.HSDP_ZERO_STAGES); None: every data-parallel rank shards (not searched)."""
     etp: int | None = None
     """--etp as given; None: the framework's expert TP (core.expert_layout), which sets the ranks ep divides
     (expert_region_ranks)."""
@@ -263,10 +269,11 @@ def enumerate_layouts(spec: ModelSpec, counts: tuple[int, ...], seq_len: int, ta
     mb_choices: dict[tuple, tuple[int, ...]] = {}
     total = 0
     split = limits.sequence_split and limits.framework in PER_MICRO_BATCH_SPLIT  # the rule counts the micro-batch
+    shard, hsdp = limits.shard_group, HSDP_ZERO_STAGES.get(limits.framework, HSDP_ZERO_STAGES["generic"])
     for gpus in counts:
         target = batch_target(target_batch, gpus, limits)
         for tp, cp, pp, vpp, dp in structures(spec, gpus, seq_len, max_tp, limits):
-            if dp > target or (limits.exact_batch and round(target) % dp):
+            if dp > target or (limits.exact_batch and round(target) % dp) or (shard and (dp * cp) % shard):
                 continue
             batch = batch_for(dp, target)
             per_rank = batch // dp
@@ -282,7 +289,7 @@ def enumerate_layouts(spec: ModelSpec, counts: tuple[int, ...], seq_len: int, ta
             if zeros is None:
                 zeros = zero_choices[zero_key] = tuple(
                     z for z in limits.zero if (z == 0 or dp * cp > 1) and ("zero" not in fixed or z == fixed["zero"])
-                    and (pp == 1 or z <= limits.max_zero_with_pp)
+                    and (pp == 1 or z <= limits.max_zero_with_pp) and (shard is None or z in hsdp)
                     and ("zero" in fixed or zero_allowed(rules, z, dp=dp, tp=tp, pp=pp, cp=cp, ep_max=ep_max)))
             # only interleaved layouts under that rule depend on pp
             needs_pp = vpp > 1 and (limits.interleaved_needs_pp_micro_batches or limits.combined_1f1b)

@@ -12,7 +12,7 @@ from pydantic import model_validator
 from gpuplan.core.frameworks import MEGATRON_CORE_FRAMEWORKS, check_framework_runs
 from gpuplan.errors import InputError
 from gpuplan.schema import layout_rules as LR, te_kernels as TE, tp_comm_dtype as TC, types as T, vocabulary as V
-from gpuplan.schema import partition_activations as PA, recompute_options as RO
+from gpuplan.schema import recompute_options as RO, shard_group as SG
 from gpuplan.schema.base import JobInputs
 
 DEFAULT_BATCH_TOKENS = 4 * 2**20
@@ -52,7 +52,7 @@ COMPILE_ELSEWHERE = {"megatron": "Transformer Engine's kernels are fused already
 """Why --compile is refused outside torchtitan (the one line's reason)."""
 
 
-class LayoutFields(PA.PartitionActivationsFields):  # + --partition-activations (schema.partition_activations)
+class LayoutFields(SG.ShardGroupFields):  # + --shard-group, --partition-activations (schema.shard_group)
     """The degrees of a parallel layout and the batch. Given ones are fixed; the planner chooses
     the rest (``gpuplan memory``: 1 / none / ZeRO-1 when data-parallel)."""
 

@@ -163,6 +163,11 @@ Etp = option(Degree | None, None, "Expert tensor-parallel degree (MoE): how many
 ZeroStage = option(Zero | None, None, "ZeRO stage 0-3 (3 = FSDP full shard). Not given: the planner's choice "
                    "(train, budget, plan); for `memory`, the framework's when data-parallel (torchtitan 3, hf 0, "
                    "others 1), else 0 (calibrate: the log format's).", "planner")
+ShardGroup = option(Degree | None, None, "HSDP: shard the model states within groups of this many data-parallel "
+                    "ranks and replicate them across the dp x cp / shard-group groups (an all-reduce of each gradient "
+                    "shard across them). Must divide dp x cp; needs --zero 1 or more (schema.shard_group: the "
+                    "stages each framework runs it with). Not given: every data-parallel rank shards (plain ZeRO / "
+                    "FSDP); the planner does not search it.", "all data-parallel ranks")
 MicroBatch = option(Sequences | None, None, "Sequences per micro-batch. Not given: the planner's choice (train, "
                     "budget, plan); 1 elsewhere.", "planner")
 GlobalBatch = option(Sequences | None, None, "Sequences per optimizer step (x --seq-len tokens).", "derived")

@@ -12,6 +12,7 @@ from gpuplan.schema import te_kernels as TE
 from gpuplan.schema import types as T
 from gpuplan.schema import vocabulary as V
 from gpuplan.schema.model_fields import ModelFields
+from gpuplan.schema.shard_group import check_shard_group
 from gpuplan.schema.training_fields import LayoutFields, SetupFields
 
 GiB = 2**30
@@ -50,8 +51,6 @@ class MemoryInputs(ModelFields, LayoutFields, SetupFields):
     gpus: V.GpuCount
     seq_len: V.SeqLen
     dp: Annotated[V.Degree | None, _f(None, "Data-parallel degree (when --gpus is not given).", "gpus / (tp·pp·cp)")]
-    shard_group: Annotated[V.Degree | None, _f(None, "HSDP: shard model states within this many ranks.",
-                                               "all data-parallel ranks")]
     sequence_parallel: V.SequenceParallel
     attention_kernel: V.AttentionKernel
     dropout: Annotated[T.typed(float, T.number(0, 0.99)) | None, _f(None, "Dropout probability (masks are saved "
@@ -136,6 +135,7 @@ class MemoryInputs(ModelFields, LayoutFields, SetupFields):
         if self.shard_group is not None and zero == 0:  # it changed nothing (same peak), and said nothing
             raise InputError("shard_group", self.shard_group, "shards model states within groups (HSDP): give "
                              "--zero 1, 2 or 3; ZeRO 0 replicates them on every rank")
+        check_shard_group(self.framework, zero, self.shard_group, cp)  # the framework's default stage (schema.shard_group)
         if self.comm_buffer_gib is not None and dp * self.rest == 1:  # the same peak with or without it (wave 21)
             raise InputError("comm_buffer_gib", self.comm_buffer_gib, "sizes NCCL's buffers between GPUs: one GPU "
                              "(dp x tp x pp x cp = 1) has no communicator; give --gpus > 1, or leave it out")

@@ -17,6 +17,7 @@ from gpuplan.core.units import (NO_PRICE_TEXT, SECONDS_PER_DAY, format_bytes, fo
 from gpuplan.jobs.assumptions import compile_assumption, mtp_assumption
 from gpuplan.jobs.calibrated_plan import check_calibrated_mfu, check_calibrated_plan
 from gpuplan.schema.partition_activations import partition_activations_assumption
+from gpuplan.schema.shard_group import shard_group_assumption
 from gpuplan.schema.tp_comm_dtype import tp_comm_dtype_assumption
 from gpuplan.jobs.plan.check_layout import check_my_layout  # the user's layout against the free search
 from gpuplan.jobs.plan.explain import communication_table, memory_lines, peak_words, step_lines, why_lines
@@ -284,7 +285,7 @@ def _assumptions(inputs: PlanInputs, plan: Plan, result: PlanSearch) -> tuple[As
                    "--implementation", "implementation" in inputs.given),
         *mtp_assumption(result.evaluator.spec.mtp_layers, "mtp_layers" in inputs.given),
         *compile_assumption(inputs), *tp_comm_dtype_assumption(inputs),  # the TP collectives' dtype (schema.tp_comm_dtype)
-        *partition_activations_assumption(inputs),  # DeepSpeed's partitioned checkpoints (schema.partition_activations)
+        *partition_activations_assumption(inputs), *shard_group_assumption(inputs, plan.layout),  # schema.*
         Assumption("global_batch", "global batch", f"{plan.global_batch:,} x {inputs.seq_len:,} tokens",
                    "the batch asked, else ~4M tokens (Llama 2), at least 1,024 per GPU (Llama 3 405B Table 4, "
                    "MegaScale Table 2: past 4,096 GPUs); rounded to a multiple of dp",

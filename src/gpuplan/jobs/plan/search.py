@@ -100,7 +100,7 @@ def evaluator_for(inputs, leave_out: str | None = None, kind_correction_rows: in
                               deepspeed_bf16=deepspeed_bf16_engine(inputs.framework, inputs.dtype, inputs.recipe_name))
     return Evaluator(spec, cluster, memory, step, overheads,
                      uncertainty_table(spec, inputs.dtype, leave_out, kind_correction_rows),
-                     rules_for(inputs.framework).published_reserve, tp_overlap)
+                     rules_for(inputs.framework).published_reserve, tp_overlap, shard_group=inputs.shard_group)
 
 
 def tp_overlap_by_recompute(inputs) -> tuple[tuple[str, float], ...]:
@@ -238,8 +238,7 @@ def space_limits(inputs, exhaustive: bool = False) -> SpaceLimits:
     """The degrees the user fixed narrow the search to them (`plan --tp 8 --pp 4`: that layout)."""
     combined = bool(getattr(inputs, "ep_a2a_overlap", False))  # Megatron's combined 1F1B (framework_rules)
     modes = tuple(m for m in RECOMPUTE_MODES if (m != "selective" or inputs.profile.selective != "none")
-                  and m in inputs.profile.recompute_modes
-                  and not (combined and m in COMBINED_1F1B_REFUSED_RECOMPUTE))
+                  and m in inputs.profile.recompute_modes and not (combined and m in COMBINED_1F1B_REFUSED_RECOMPUTE))
     recompute = (inputs.recompute_given,) if inputs.recompute_given is not None else modes
     only_data = dict.fromkeys(MODEL_PARALLEL_DEGREES, 1) if rules_for(inputs.framework).data_parallel_only else {}
     if getattr(inputs, "offload_layers", 0):  # Megatron-Core's CPU offloading: no pipeline, no recompute
@@ -251,7 +250,8 @@ def space_limits(inputs, exhaustive: bool = False) -> SpaceLimits:
                        interleaved_pipeline=inputs.profile.interleaved_pipeline,
                        interleaved_needs_pp_micro_batches=inputs.profile.interleaved_needs_pp_micro_batches,
                        combined_1f1b=combined, sequence_split=inputs.sequence_parallel, etp=inputs.etp,
-                       batch_per_gpu=inputs.batch_per_gpu(inputs.seq_len), framework=inputs.framework)
+                       batch_per_gpu=inputs.batch_per_gpu(inputs.seq_len), framework=inputs.framework,
+                       shard_group=inputs.shard_group)  # HSDP: the layouts it divides (planner.space)
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ from gpuplan.jobs.training.timing import Flops, TimeEstimate
 from gpuplan.report.model import Assumption, Line, Section
 from gpuplan.schema import tpu_rules as X
 from gpuplan.schema.partition_activations import partition_activations_assumption
+from gpuplan.schema.shard_group import shard_group_assumption
 from gpuplan.schema.tp_comm_dtype import tp_comm_dtype_assumption
 
 if TYPE_CHECKING:  # the planner (numpy) is imported where a layout is searched
@@ -293,7 +294,7 @@ def assumptions(inputs: TrainingInputs, gpu, peak: float, time: TimeEstimate,
                                                                      gpu), "; ".join(inputs.profile.sources[:2]),
                    "--framework", "framework" in inputs.given),
     ) + mtp_assumption(mtp_layers, "mtp_layers" in inputs.given) + compile_assumption(inputs) + tp_comm_dtype_assumption(
-        inputs) + partition_activations_assumption(inputs)
+        inputs) + partition_activations_assumption(inputs) + shard_group_assumption(inputs)  # HSDP (schema.shard_group)
 
 
 def notes(spec, counts, flops: Flops, inputs: TrainingInputs, plan: Plan,
