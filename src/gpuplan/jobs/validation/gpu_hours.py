@@ -19,7 +19,7 @@ FITTED_RUNS = ("llama3.1-405b",)
 REVISED_AFTER_MISS = ("santacoder-1.1b", "pythia-70m", "pythia-160m", "pythia-410m", "pythia-1b", "pythia-1.4b", "pythia-2.8b",
                       "pythia-6.9b", "pythia-12b", "starcoderbase-15.5b", "llama1-65b", "bloom-176b", "mpt-7b",
                       "smollm3-3b", "llmc-gpt2-774m", "llmc-gpt2-1558m", "biomedlm-2.7b", "llemma-7b", "llemma-34b",
-                      "palm-540b")
+                      "palm-540b", "olmo3-7b", "olmo3-32b", "bloomberggpt-50b")
 """Held-out end-to-end runs whose inputs were revised in wave 6 (from ae3dfd8) after their miss was seen, each from
 the run's own code: the eight Pythia rows and StarCoderBase's AWS EFA network (dafffb1), StarCoderBase's, LLaMA-65B's
 and MPT-7B's FlashAttention 1 (0eee065, 5b5fc94), GPT-NeoX v1.0's and BLOOM's sequence parallelism off and
@@ -40,7 +40,10 @@ evaluation the configurations of BLOOM, the eight Pythia runs, Llemma 7B / 34B, 
 on every row whose read configuration states it, after their misses were seen (SantaCoder joins this list with it;
 OLMo 3's and MPT-7B's evaluations are stated as whole validation sets, not iterations, and TinyLlama's lit-gpt
 eval_iters counts micro-batches a rank, not gpuplan's global-batch iterations (~0.08% of its run; a steady-rate row
-anyway): read, not passed). docs/accuracy.md reports them
+anyway): read, not passed); and in wave 21 the shard groups of OLMo 3 7B's and 32B's HSDP (8: OLMo-core's one node; 64)
+and BloombergGPT's MiCS (128: 'We shard a model across 128 GPUs, and we have 4 copies'), each row's shard_group_source,
+their sources' sharding, which their notes had cited as not expressible before the prediction, passed once gpuplan had
+the input (--shard-group) after their -20.0% / -33.0% / -48.4% were seen. docs/accuracy.md reports them
 apart from the untouched held-out runs (end_to_end_split_table)."""
 ISSUE_15_RUNS = ("llama1-65b", "bloom-176b", "palm-540b", "pythia-70m", "pythia-1b", "llama3.1-405b", "deepseek-v3",
                  "tinyllama-1.1b")
@@ -72,7 +75,8 @@ PREDICTED_SETS = (("issue 15's runs, the 15% bar", ISSUE_15_RUNS),
                   ("seventh set (wave 20), not in the bar", SEVENTH_SET))
 STATED = ("recompute", "attention_kernel", "nic_gbit_per_gpu", "framework", "implementation", "ep_a2a_overlap",
           "ep_dispatcher", "dp_overlap", "tp_overlap", "sequence_parallel",
-          "grad_all_reduce", "grad_dtype", "tp_comm_dtype", "partition_activations", "eval_interval", "eval_iters")
+          "grad_all_reduce", "grad_dtype", "tp_comm_dtype", "partition_activations", "eval_interval", "eval_iters",
+          "shard_group")
 """Software facts a run's source or code states, passed as `train` takes them (--dp-overlap / --tp-overlap:
 the share of DP / TP communication the run's code hides, e.g. 0 where it issues them after the backward or
 synchronously, as GPT-NeoX v1.0 does for the Pythia rows: docs/training.md)."""
