@@ -1,0 +1,158 @@
+"""--shard-group (HSDP) in the training jobs (schema.shard_group, planner.framework_rules.HSDP_ZERO_STAGES): the model
+states sharded within the group, the HSDP all-reduce of each gradient shard across the replicas, the planner keeping
+the layouts the group divides, and one-line refusals at the four doors (CLI, plan file, web API, Python API).
+
+The numbers are Llama 3.2 1B's: 1,235,814,400 parameters (tied embeddings; 16 layers), 64 H100 (8 nodes of 8),
+dp 64 tp 1 pp 1 ZeRO-3, micro-batch 1, 64 sequences: the generic framework's recipe, bf16 weights (2 B), fp32
+gradients on the wire and in memory (4 B), fp32 master (4 B) and two Adam moments (8 B)."""
+
+import pytest
+from helpers import four_door_refusal
+
+import gpuplan
+from gpuplan.core.comm import collectives as K
+from gpuplan.core.parallel import ParallelLayout
+from gpuplan.jobs.plan.search import evaluator_for, search
+from gpuplan.planner.framework_rules import HSDP_ZERO_STAGES
+from gpuplan.planner.plan import evaluate_layout
+
+pytestmark = pytest.mark.usefixtures("time_box")
+
+PARAMS = 1_235_814_400
+LAYERS = 16
+ASK = {"model": "llama-3.2-1b", "gpu": "h100", "gpus": 64, "tokens": 1e9, "global_batch": 64}
+FIXED = {"tp": 1, "pp": 1, "zero": 3, "micro_batch": 1, "recompute": "none"}
+
+
+def _plan(shard_group=None, **more):
+    inputs = gpuplan.PlanInputs(**ASK, **FIXED, shard_group=shard_group, **more)
+    ev = evaluator_for(inputs)
+    return evaluate_layout(ev, ParallelLayout(dp=64, zero=3, micro_batch=1, global_batch=64), "none", 64), ev
+
+
+def _dp_rows(plan) -> dict:
+    return {c.collective: c for c in plan.step.collectives if c.parallelism == "DP" and float(c.calls) > 0}
+
+
+def test_the_catalog_model_has_the_parameters_the_numbers_use():
+    assert gpuplan.count_parameters(gpuplan.resolve_model("llama-3.2-1b")).total == PARAMS
+
+
+def test_model_states_per_gpu_are_sharded_within_the_group():
+    """ZeRO-3 over all 64 ranks: weights 2 B x P / 64 = 38,619,200 B; within 8: 2 B x P / 8 = 308,953,600 B; the
+    gradients (4 B), master (4 B) and moments (8 B) the same 8 times more (exact: P divides by 64)."""
+    hsdp, _ = _plan(8)
+    full, _ = _plan()
+    for name, per_param in (("weights", 2), ("grads", 4), ("master", 4), ("optimizer", 8)):
+        assert getattr(hsdp.memory, name) == per_param * PARAMS / 8 == 8 * getattr(full.memory, name), name
+    assert hsdp.memory.weights == 308_953_600 and full.memory.weights == 38_619_200
+    assert hsdp.layout.shard_group == 8 and hsdp.degrees()["shard_group"] == 8 and "shard_group" not in full.degrees()
+
+
+def test_a_group_of_every_data_parallel_rank_is_plain_sharding():
+    """shard_group = dp x cp = 64: the same memory and step as no group (one replica: no HSDP all-reduce)."""
+    whole, _ = _plan(64)
+    full, _ = _plan()
+    assert whole.memory.allocated == full.memory.allocated and float(whole.step.total) == float(full.step.total)
+    assert "HSDP all-reduce" not in _dp_rows(whole) and "HSDP" not in whole.text()
+
+
+def test_the_step_all_reduces_each_gradient_shard_across_the_replicas():
+    """Per layer (16 FSDP units): the gradient reduce-scatter 4 B x P / 16 = 308,953,600 B and the parameter
+    all-gather 2 B x P / 16 = 154,476,800 B (forward and backward: 32 calls) within the 8 ranks of a node; the HSDP
+    all-reduce of each unit's shard, 308,953,600 / 8 = 38,619,200 B, 16 calls across the 8 replicas (one GPU a node,
+    tp x shard = 8 apart), each timed as one NCCL all-reduce on that group. Three DP collectives; two without it."""
+    hsdp, ev = _plan(8)
+    rows = _dp_rows(hsdp)
+    assert set(rows) == {"grad reduce-scatter / all-reduce", "param all-gather", "HSDP all-reduce"}
+    grads, gather, across = rows["grad reduce-scatter / all-reduce"], rows["param all-gather"], rows["HSDP all-reduce"]
+    assert float(grads.bytes_per_call) == 4 * PARAMS / LAYERS == 308_953_600 and float(grads.calls) == LAYERS
+    assert float(gather.bytes_per_call) == 2 * PARAMS / LAYERS and float(gather.calls) == 2 * LAYERS
+    assert float(across.bytes_per_call) == 4 * PARAMS / LAYERS / 8 == 38_619_200 and float(across.calls) == LAYERS
+    assert across.span == 64 and grads.span == 8 == gather.span  # the whole data group; the shard group
+    assert float(across.group.ranks) == 8 and float(across.group.nodes) == 8  # one GPU on each of 8 nodes
+    assert float(grads.group.ranks) == 8 and float(grads.group.nodes) == 1  # a node's NVLink
+    one = float(K.collective_seconds("all_reduce", 38_619_200, ev.cluster.group(8, 8)))
+    assert float(across.total) == pytest.approx(LAYERS * one, rel=1e-12)
+    assert 0 <= float(across.exposed) <= float(across.total)
+    full, _ = _plan()
+    assert set(_dp_rows(full)) == {"grad reduce-scatter / all-reduce", "param all-gather"}
+    assert float(full.step.dp_comm) < float(hsdp.step.dp_comm)  # 45 GB/s a GPU across nodes against 8 NICs a ring
+
+
+def test_the_planner_keeps_the_shard_group_on_every_candidate():
+    """A free search on 64 GPUs with --shard-group 16: every layout's dp x cp is a multiple of 16, ZeRO >= 1, and the
+    chosen plan carries the group (its text says HSDP)."""
+    result = search(gpuplan.PlanInputs(**ASK, shard_group=16))
+    table = result.all
+    assert len(table) and all((table["dp"] * table["cp"]) % 16 == 0) and all(table["zero"] >= 1)
+    free = search(gpuplan.PlanInputs(**ASK)).all
+    assert any((free["dp"] * free["cp"]) % 16 != 0) and any(free["zero"] == 0)  # what the group leaves out
+    assert result.evaluator.shard_group == 16
+    report = gpuplan.plan_report(gpuplan.PlanInputs(**ASK, shard_group=16))
+    assert "(HSDP: shard 16)" in report.line("best_layout").text
+
+
+def test_the_search_keeps_the_frameworks_stages():
+    """Under deepspeed only ZeRO-3 (MiCS) carries a group; under megatron 1 and 3 (its search's stages within 1-3)."""
+    for framework, allowed in (("deepspeed", {3}), ("megatron", {1, 3})):
+        table = search(gpuplan.PlanInputs(**ASK, framework=framework, shard_group=8)).all
+        assert set(int(z) for z in table["zero"]) <= allowed and set(int(z) for z in table["zero"]) & allowed
+        assert set(allowed) <= set(HSDP_ZERO_STAGES[framework])
+
+
+def test_explain_names_the_hsdp_collectives(run_cli):
+    code, out, err = run_cli("plan", "--model", "llama-3.2-1b", "--gpu", "h100", "--gpus", "64", "--tokens", "1B",
+                             "--global-batch", "64", "--tp", "1", "--pp", "1", "--zero", "3", "--micro-batch", "1",
+                             "--recompute", "none", "--shard-group", "8", "--explain")
+    assert code == 0, err
+    table = out[out.index("Communication per step"):]
+    assert "HSDP all-reduce" in table and "36.83 MiB" in table  # 38,619,200 B
+    assert "param all-gather" in table and "147.32 MiB" in table and "NVLink (8 GPUs)" in table
+    assert "dp64 tp1 pp1 ZeRO-3 mb1 (HSDP: shard 8)" in out
+
+
+def test_train_and_budget_take_it():
+    train = gpuplan.estimate_training(gpuplan.TrainingInputs(**ASK, **FIXED, mfu="predicted", shard_group=8))
+    assert "(HSDP: shard 8)" in train.line("mem_layout").text
+    assert any(a.key == "shard_group" and a.user_set for a in train.assumptions)
+    budget = gpuplan.estimate_budget(gpuplan.BudgetInputs(**ASK, **FIXED, mfu="predicted", shard_group=8))
+    assert "(HSDP: shard 8)" in budget.line("mem_layout").text
+
+
+@pytest.mark.parametrize("job,route", [("train", "training"), ("plan", "plan"), ("budget", "budget")])
+def test_zero_0_is_refused_at_every_door(run_cli, client, tmp_path, job, route):
+    ask = {**ASK, "zero": 0, "shard_group": 8}
+    four_door_refusal(run_cli, client, tmp_path, job, route, ask, "shard_group", "give --zero 1, 2 or 3")
+
+
+@pytest.mark.parametrize("framework,zero,fragment", [
+    ("deepspeed", 1, "runs a shard group with ZeRO 3 only (not 1): give --zero 3"),
+    ("torchtitan", 1, "ZeRO 2 or 3 only (not 1)"),
+    ("llmc", 1, "has no hybrid sharding")])
+def test_a_stage_the_framework_does_not_run_it_with_is_refused(run_cli, client, tmp_path, framework, zero, fragment):
+    ask = {"model": "gpt2", "gpu": "h100", "gpus": 8, "tokens": 1e9, "framework": framework, "zero": zero,
+           "shard_group": 4}
+    four_door_refusal(run_cli, client, tmp_path, "plan", "plan", ask, "shard_group", fragment)
+
+
+def test_a_group_that_divides_no_layout_is_refused_naming_dp_x_cp(run_cli, client, tmp_path):
+    """dp 64 (tp 1, pp 1, cp 1 fixed): 3 divides no dp x cp; the one line names the ranks that shard."""
+    ask = {**ASK, **FIXED, "shard_group": 3}
+    line = four_door_refusal(run_cli, client, tmp_path, "train", "training", ask, "shard_group",
+                             "must divide the data-parallel ranks that shard (dp x cp = 64")
+    assert line.startswith("shard_group: got 3;")
+
+
+def test_memory_takes_the_shared_field_with_the_same_checks(run_cli):
+    """`memory --shard-group` is the shared vocabulary's field: ZeRO 0 refused as before, and the framework's stages."""
+    assert gpuplan.MemoryInputs.model_fields["shard_group"] is gpuplan.PlanInputs.model_fields["shard_group"] or \
+        gpuplan.MemoryInputs.model_fields["shard_group"].description == gpuplan.PlanInputs.model_fields[
+            "shard_group"].description
+    code, _, err = run_cli("memory", "--model", "llama-3.2-1b", "--gpus", "64", "--zero", "0", "--shard-group", "8")
+    assert code == 2 and err.startswith("error: shard_group: got 8; shards model states within groups (HSDP)"), err
+    code, _, err = run_cli("memory", "--model", "llama-3.2-1b", "--gpus", "64", "--framework", "deepspeed",
+                           "--shard-group", "8")  # its default stage, ZeRO-1, has no shard group there
+    assert code == 2 and "ZeRO 3 only (not 1)" in err and err.count("\n") == 1, err
+    code, _, err = run_cli("memory", "--model", "llama-3.2-1b", "--gpus", "64", "--zero", "3", "--shard-group", "6")
+    assert code == 2 and err.startswith("error: shard_group: got 6; must divide dp x cp = 64"), err
