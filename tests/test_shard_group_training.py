@@ -91,6 +91,8 @@ def test_the_planner_keeps_the_shard_group_on_every_candidate():
     assert result.evaluator.shard_group == 16
     report = gpuplan.plan_report(gpuplan.PlanInputs(**ASK, shard_group=16))
     assert "(HSDP: shard 16)" in report.line("best_layout").text
+    (top,) = [t for t in report.tables if t.title.startswith("top ")]
+    assert top.rows and all("(HSDP: shard 16)" in row[1] for row in top.rows if "dp16 tp" not in row[1]), top.rows
 
 
 def test_the_search_keeps_the_frameworks_stages():

@@ -142,15 +142,16 @@ def evaluate_layout(ev: Evaluator, layout: ParallelLayout, recompute: str, targe
                 gpus_asked or layout.world, excess)
 
 
-def row_layout(table: LayoutTable, i: int, expert_tp=None) -> tuple[ParallelLayout, str]:
+def row_layout(table: LayoutTable, i: int, expert_tp=None, shard_group=None) -> tuple[ParallelLayout, str]:
     """The layout and recompute mode of row ``i`` of a search table (``expert_tp``: the search's
-    StepSettings.expert_tp, so its text names an etp other than tp; evaluate_layout sets it from the Evaluator)."""
+    StepSettings.expert_tp, so its text names an etp other than tp; ``shard_group``: the search's HSDP group, so its
+    text names it; evaluate_layout sets both from the Evaluator)."""
     def get(name: str) -> int:
         return int(table[name][i])
 
     layout = ParallelLayout(dp=get("dp"), tp=get("tp"), pp=get("pp"), vpp=get("vpp"), cp=get("cp"), ep=get("ep"),
                             etp=expert_tp, zero=get("zero"), micro_batch=get("micro_batch"),
-                            global_batch=get("global_batch"))
+                            global_batch=get("global_batch"), shard_group=shard_group)
     return layout, RECOMPUTE_MODES[get("recompute")]
 
 

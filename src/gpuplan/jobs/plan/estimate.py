@@ -60,10 +60,10 @@ PLAN_HEADLINE = ("best_layout", "best_gpus", "idle_gpus", "global_batch", "batch
                  "searched")
 
 
-def _rows(t: LayoutTable, idx, expert_tp=None) -> tuple:  # expert_tp: the search's (planner.plan.row_layout)
+def _rows(t: LayoutTable, idx, layout_of=()) -> tuple:  # the search's (expert_tp, shard_group): row_layout's
     spread = t["uncertainty"] if "uncertainty" in t.columns else None
     low = (~t["ramp_timed"] if "ramp_timed" in t.columns else np.zeros(len(t), dtype=bool)).astype(int)  # >= days
-    return tuple((int(t["gpus"][i]), layout_text(*row_layout(t, i, expert_tp)), f"{t['step_seconds'][i]:.2f}",
+    return tuple((int(t["gpus"][i]), layout_text(*row_layout(t, i, *layout_of)), f"{t['step_seconds'][i]:.2f}",
                   "" if spread is None else f"±{spread[i]:.0%}", f"{t['mfu'][i]:.1%}",
                   ">=" * low[i] + f"{t['days'][i]:.1f}", ">=" * low[i] + f"{t['days_with_failures'][i]:.1f}",
                   ">=" * low[i] + format_gpu_time(t['gpu_hours'][i]),
@@ -93,7 +93,7 @@ def _with_ranked_columns(t: LayoutTable) -> LayoutTable:
     return t
 
 
-def _point_fastest_note(t: LayoutTable, best: int, rank_by: str, expert_tp=None) -> tuple[str, ...]:
+def _point_fastest_note(t: LayoutTable, best: int, rank_by: str, layout_of=()) -> tuple[str, ...]:
     """Ranking a range by time, a note when the answer's count is not the one fastest with failures at the point
     estimate (the answer's headline figure): that count, its days at the point and as ranked (its ± model and
     the failure rate's high end), and why it lost (review wave7 r3 #4: `plan llama-3.1-8b --gpu h100
@@ -114,7 +114,7 @@ def _point_fastest_note(t: LayoutTable, best: int, rank_by: str, expert_tp=None)
 
     lost = "" if t["ranked_days"][fast] >= t["ranked_days"][best] else " (within 1%: the fewer GPUs first)"
     return (f"{plural(int(t['gpus'][fast]), 'GPU')} would finish sooner at the point estimate: "
-            f"{days(fast, 'days_with_failures')} with failures ({layout_text(*row_layout(t, fast, expert_tp))}) against "
+            f"{days(fast, 'days_with_failures')} with failures ({layout_text(*row_layout(t, fast, *layout_of))}) against "
             f"{days(best, 'days_with_failures')}; at the slow end the ranking compares, step x (1 + ± model) with "
             f"failures at the high end of their range, {days(fast, 'ranked_days')} (± model {spread[fast]:.0%}; "
             f"failures alone {high(fast)}) against {days(best, 'ranked_days')} (± model {spread[best]:.0%}; "
@@ -196,12 +196,13 @@ def plan_report(inputs: PlanInputs, progress=None) -> Report:
     top = order[: inputs.top]
     best = int(top[0])
     plan = chosen_plan(result, best)
-    spec, gpu, etp = result.evaluator.spec, result.evaluator.cluster.gpu, result.evaluator.step.expert_tp
+    spec, gpu = result.evaluator.spec, result.evaluator.cluster.gpu
+    layout_of = (result.evaluator.step.expert_tp, result.evaluator.shard_group)  # row_layout's: the search's
     check_calibrated_plan(inputs.calibration, plan, inputs.dtype, gpu)  # its rows too: none past 100% MFU
     if inputs.calibration is not None:  # plan prints its other rows too: none of them past 100% MFU either
         fastest = int(np.argmax(table["mfu"]))
         check_calibrated_mfu(inputs.calibration, float(table["mfu"][fastest]),
-                             layout_text(*row_layout(table, fastest, etp)), int(table["gpus"][fastest]), gpu, inputs.dtype)
+                             layout_text(*row_layout(table, fastest, *layout_of)), int(table["gpus"][fastest]), gpu, inputs.dtype)
     front = pareto_front(table, ("gpus", "ranked_days") + (("ranked_cost",) if price is not None else ()))
     without_layout = plan_counts_without_layout(inputs.gpus, result)  # once: the idle reason and the note read it
     timed = "ramp_timed" in table.columns and table["ramp_timed"][best]  # its factor: not timed twice
@@ -210,10 +211,10 @@ def plan_report(inputs: PlanInputs, progress=None) -> Report:
                       + ((ramp_line(ramp, inputs, plan),) if ramp else ()) + why_lines(plan, result.all))
     checked = check_my_layout(inputs, result, plan) if inputs.layout_given else ()
     breakdown = Section(f"Step time and memory of {plan.text()}", step_lines(plan, "best") + memory_lines(plan, "best", inputs.profile.caching_allocator, gpu))
-    tables = (Table(f"top {len(top)} layouts (ranked by {RANKED[rank_by]})", COLUMNS, _rows(table, top, etp)),
+    tables = (Table(f"top {len(top)} layouts (ranked by {RANKED[rank_by]})", COLUMNS, _rows(table, top, layout_of)),
               Table("Pareto front (GPUs vs ranked days: the slow end with failures at the range's high rate"
                     + (", vs cost with the same failures)" if price is not None else ")"), COLUMNS,
-                    _rows(table, front[:20], etp)),
+                    _rows(table, front[:20], layout_of)),
               communication_table(plan, gpu))
     budget = _budget_for(plan, inputs, result, float(table["days"][best]) * SECONDS_PER_DAY,
                          float(table["gpu_hours"][best]))
@@ -241,7 +242,7 @@ def plan_report(inputs: PlanInputs, progress=None) -> Report:
                   + (f"search: {result.searched:,} distinct layouts in {result.seconds * 1e3:.0f} ms"  # --explain shows no
                      + (f"; ranked by {RANKED[rank_by]}" if inputs.explain else ""),)  # layouts table
                   + assumed_host_note(gpu, inputs.gpus_per_node)  # H100 NVL's server of pairs on PCIe
-                  + _point_fastest_note(table, best, rank_by, etp)
+                  + _point_fastest_note(table, best, rank_by, layout_of)
                   + plan_fallback_note(without_layout, result)  # a count asked with no layout
                   + tuple(n for n in spec.notes if n not in budget.notes)  # the model's own (a VLM's tower left out)
                   + caveats + budget.notes + ramp_notes(ramp, plan, inputs) + _untimed_note(table, front[:20]),

@@ -37,7 +37,8 @@ const SUMMARY = {
 };
 // The memory panel checks the budget's own layout (one plan through every panel): these fields of
 // the budget's "mem_layout" line become the memory request's.
-const PLAN_LAYOUT_FIELDS = ["gpus", "tp", "pp", "vpp", "cp", "ep", "etp", "zero", "micro_batch", "recompute", "global_batch"];
+const PLAN_LAYOUT_FIELDS = ["gpus", "tp", "pp", "vpp", "cp", "ep", "etp", "zero", "shard_group", "micro_batch", "recompute",
+  "global_batch"];
 
 const state = {lang: "en", messages: {}, english: {}, results: {}, noun: "GPU"};
 const $ = (selector, root = document) => root.querySelector(selector);
