@@ -158,3 +158,13 @@ def test_memory_takes_the_shared_field_with_the_same_checks(run_cli):
     assert code == 2 and "ZeRO 3 only (not 1)" in err and err.count("\n") == 1, err
     code, _, err = run_cli("memory", "--model", "llama-3.2-1b", "--gpus", "64", "--zero", "3", "--shard-group", "6")
     assert code == 2 and err.startswith("error: shard_group: got 6; must divide dp x cp = 64"), err
+
+
+def test_a_group_whose_stages_the_layouts_cannot_run_says_so(run_cli):
+    """DeepSpeed runs a shard group under ZeRO-3 only (MiCS) and its pipeline engine ZeRO 0-1 only: with --pp 2 the
+    group divides dp x cp = 32, and the one line names the stages instead of the division."""
+    code, out, err = run_cli("plan", "--model", "llama-3-8b", "--gpu", "h100", "--gpus", "64", "--tokens", "1T",
+                             "--framework", "deepspeed", "--pp", "2", "--shard-group", "8")
+    assert code == 2 and out == "" and err.count("\n") == 1, err
+    assert err.startswith("error: shard_group: got 8; --framework deepspeed runs a shard group with ZeRO 3 only, and "
+                          "the layouts it divides on these GPUs run ZeRO 0, 1"), err

@@ -349,12 +349,18 @@ def _shard_group_refusal(evaluator: Evaluator, counts, target_batch: float, max_
                              replace(limits, shard_group=None), MAX_CANDIDATES)
     if not len(free["gpus"]):
         return  # the layout itself is refused: the no-layout message says why
-    data = sorted({int(d) for d in free["dp"] * free["cp"]})
-    shown = ", ".join(f"{d:,}" for d in data[:12]) + (", ..." if len(data) > 12 else "")
-    stages = HSDP_ZERO_STAGES.get(limits.framework, HSDP_ZERO_STAGES["generic"])
-    raise InputError("shard_group", limits.shard_group, f"must divide the data-parallel ranks that shard (dp x cp = "
-                     f"{shown} in the layouts on these GPUs), with ZeRO {', '.join(map(str, stages))} under "
-                     f"--framework {limits.framework}: give a divisor of one of them, or leave it out")
+    group, framework = limits.shard_group, limits.framework
+    data = free["dp"] * free["cp"]
+    divided = data % group == 0
+    if divided.any():  # it divides some: the stages it needs are what those layouts cannot run
+        stages = " or ".join(map(str, HSDP_ZERO_STAGES.get(framework, HSDP_ZERO_STAGES["generic"])))
+        found = ", ".join(map(str, sorted({int(z) for z in free["zero"][divided]})))
+        raise InputError("shard_group", group, f"--framework {framework} runs a shard group with ZeRO {stages} only, "
+                         f"and the layouts it divides on these GPUs run ZeRO {found} (its pipeline or other degrees): "
+                         "leave it out, or change the degrees you fixed")
+    shown = ", ".join(f"{d:,}" for d in sorted({int(d) for d in data})[:12]) + (", ..." if len(set(data)) > 12 else "")
+    raise InputError("shard_group", group, f"must divide the data-parallel ranks that shard (dp x cp = {shown} in the "
+                     "layouts on these GPUs): give a divisor of one of them, or leave it out")
 
 
 def search_layouts(evaluator: Evaluator, counts: tuple[int, ...], target_batch: float, max_tp: int,
