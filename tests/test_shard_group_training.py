@@ -168,3 +168,19 @@ def test_a_group_whose_stages_the_layouts_cannot_run_says_so(run_cli):
     assert code == 2 and out == "" and err.count("\n") == 1, err
     assert err.startswith("error: shard_group: got 8; --framework deepspeed runs a shard group with ZeRO 3 only, and "
                           "the layouts it divides on these GPUs run ZeRO 0, 1"), err
+
+
+def test_counts_it_cannot_use_are_dropped_not_refused(run_cli):
+    """On 8, 64 and 512 GPUs a group of 64 divides no layout on 8 (dp x cp <= 8): that count drops out, the answer
+    is one it divides; refused only where no asked count has such a layout (8 alone)."""
+    code, out, err = run_cli("plan", "--model", "llama-3-8b", "--gpu", "h100", "--gpus", "8,64,512", "--tokens", "1T",
+                             "--shard-group", "64", "--json")
+    assert code == 0, err
+    import json
+
+    layout = json.loads(out)["results"]["best_layout"]
+    assert "HSDP: shard 64" in layout or " dp64 " in f" {layout}", layout
+    code, _, err = run_cli("plan", "--model", "llama-3-8b", "--gpu", "h100", "--gpus", "8", "--tokens", "1T",
+                           "--shard-group", "64")
+    assert code == 2 and err.startswith("error: shard_group: got 64; must divide the data-parallel ranks that shard "
+                                        "(dp x cp = 1, 2, 4, 8 in the layouts on these GPUs)"), err

@@ -16,9 +16,8 @@ from gpuplan.core.time.step import StepBreakdown, step_time
 from gpuplan.core.units import SECONDS_PER_DAY, plural
 from gpuplan.errors import InputError, NoLayoutFits
 from gpuplan.planner.fallback import exact_batch_counts, fallback_groups
-from gpuplan.planner.search import Evaluator, LayoutTable, search_layouts
-from gpuplan.planner.space import (RECOMPUTE_MODES, SpaceLimits, batch_target, is_common_size, range_counts,
-                                   sequence_split_refusal)
+from gpuplan.planner.search import Evaluator, LayoutTable, rule_refusal, search_layouts
+from gpuplan.planner.space import RECOMPUTE_MODES, SpaceLimits, batch_target, is_common_size, range_counts
 
 RANK_BY = ("time", "cost", "gpus")
 
@@ -378,7 +377,7 @@ def best_plan(ev: Evaluator, gpus: int, target_batch: float, max_tp: int, limits
         if is_common_size(gpus) and len(table):
             break  # layouts exist but none fits: fewer GPUs hold more per GPU
     if not len(tables[0][1]):  # no layout at all on the count asked (a rule, not memory): plan's reason
-        raise (sequence_split_refusal(ev.spec, (gpus,), ev.memory.seq_len, target_batch, max_tp, limits)
+        raise (rule_refusal(ev.spec, (gpus,), ev.memory.seq_len, target_batch, max_tp, limits)  # + the shard group
                or no_layout_error(limits, (gpus,)))
     enough = smallest_fitting_count(ev, gpus, target_batch, max_tp, limits)
     refused = NoLayoutFits("gpus", gpus, f"no layout fits {ev.cluster.gpu.name} on {plural(gpus, 'GPU')} or fewer "

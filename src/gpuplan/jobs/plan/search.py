@@ -39,9 +39,8 @@ from gpuplan.planner.plan import (Plan, alternative_counts, asked_column, evalua
 from gpuplan.planner.framework_rules import (COMBINED_1F1B_REFUSED_RECOMPUTE, CPU_OFFLOAD_PP, CPU_OFFLOAD_RECOMPUTE,
                                               MODEL_PARALLEL_DEGREES, optimizer_zero_stages, rules_for)
 from gpuplan.planner.fallback import exact_batch_counts, fallback_groups, with_fallbacks
-from gpuplan.planner.search import Evaluator, LayoutTable, UncertaintyTable, counts_label, search_layouts
-from gpuplan.planner.space import (RECOMPUTE_MODES, SpaceLimits, batch_target, is_common_size, sequence_split_note,
-                                   sequence_split_refusal)
+from gpuplan.planner.search import Evaluator, LayoutTable, UncertaintyTable, counts_label, rule_refusal, search_layouts
+from gpuplan.planner.space import RECOMPUTE_MODES, SpaceLimits, batch_target, is_common_size, sequence_split_note
 
 if TYPE_CHECKING:  # `train` searches its layout here too: it need not build plan's schema (~2 ms)
     from gpuplan.jobs.plan.schema import PlanInputs
@@ -348,7 +347,7 @@ def search_on(inputs, ev: Evaluator, exhaustive: bool = False, progress=None) ->
     table = _with_fallbacks(ev, counts, table, target, limits, exhaustive)
     seconds = time.perf_counter() - start
     if not len(table):
-        raise (sequence_split_refusal(ev.spec, tuple(counts), ev.memory.seq_len, target, max_tp(ev), limits)
+        raise (rule_refusal(ev.spec, tuple(counts), ev.memory.seq_len, target, max_tp(ev), limits)
                or no_layout_error(limits, tuple(counts)))
     fitting = table.take(table["fits"])
     if not len(fitting):
