@@ -14,6 +14,11 @@ Found, each fixed where every door passes (one line naming the field, exit 2):
     <= 1000000', where --help says GB/s a node; `--days 1e30` '<= 36500' (days), a JSON restart of -5 '<= 604800'
     (seconds). The bound words now end with the field's unit (schema/bound_words.py: UNITS by field name, days and
     seconds from their readers), the wording otherwise unchanged; a degree or a share still has none.
+(3) a llama (or any gated, NeoX, MoE ...) config.json without intermediate_size was read with 4 x hidden_size (16,384
+    for hidden 4,096), where transformers builds its config class's fixed default (LlamaConfig 11,008 whatever the
+    hidden size, GPTNeoXConfig 24,576): memory and speed of a model transformers does not build, said nowhere. Only
+    GPT-2, GPTBigCode, Falcon and MPT, whose code makes an unstated width 4 x hidden, keep that default; the others
+    are refused naming intermediate_size (adapters/config_fields.FOUR_X_WIDTH_TYPES).
 """
 
 import json
@@ -118,3 +123,43 @@ def test_2_days_and_seconds_say_their_unit(run_cli, client):
 def test_2_counts_in_tokens_and_rates_say_theirs_degrees_and_shares_none(run_cli, job, flag, value, words):
     code, out, err = run_cli(job, "--model", "gpt2", "--gpu", "h100", flag, value)
     assert (code, out, err) == (2, "", f"error: {words}\n")
+
+
+# ---- (3) an unstated MLP width is 4 x hidden only where transformers makes it so -----------------------------------
+
+LLAMA = {"model_type": "llama", "hidden_size": 4096, "num_hidden_layers": 8, "num_attention_heads": 32,
+         "num_key_value_heads": 8, "vocab_size": 32000, "max_position_embeddings": 4096}
+
+
+@pytest.mark.parametrize("model_type", ["llama", "qwen2", "gpt_neox", "olmo2"])
+def test_3_a_config_without_its_mlp_width_is_refused(run_cli, client, tmp_path, model_type):
+    import gpuplan
+
+    path = tmp_path / "shape.json"
+    path.write_text(json.dumps({**LLAMA, "model_type": model_type}), encoding="utf-8")
+    words = "intermediate_size: got no value; need one of intermediate_size, n_inner, ffn_hidden_size (a positive " \
+            "integer)"
+    assert field_refusal(run_cli("memory", "--model", str(path), "--gpu", "h100"), f"{path}: intermediate_size") == \
+        f"error: {path}: {words}\n"
+    with pytest.raises(gpuplan.InputError, match="intermediate_size: got no value"):
+        gpuplan.estimate_inference(gpuplan.InferenceInputs(model=str(path), gpu="h100"))
+    web_refusal(client.post("/api/memory", json={"config": {**LLAMA, "model_type": model_type}, "gpu": "h100"}),
+                "config.json: intermediate_size", "need one of intermediate_size")
+
+
+@pytest.mark.parametrize("model_type, config, width", [
+    ("gpt2", {"n_embd": 768, "n_layer": 2, "n_head": 12, "vocab_size": 50257, "n_positions": 1024}, 3072),
+    ("falcon", {"hidden_size": 1024, "num_hidden_layers": 2, "num_attention_heads": 16, "vocab_size": 65024,
+                "new_decoder_architecture": False, "multi_query": True}, 4096),
+])
+def test_3_gpt2_and_falcon_keep_four_times_hidden(model_type, config, width):
+    """modeling_gpt2.py@5.25.0 L252: n_inner None -> 4 x hidden; configuration_falcon.py L97-98 likewise."""
+    from gpuplan.adapters.hf_config import model_spec_from_hf_config
+
+    assert model_spec_from_hf_config({"model_type": model_type, **config}).mlp.intermediate_size == width
+
+
+def test_3_a_stated_width_is_read():
+    from gpuplan.adapters.hf_config import model_spec_from_hf_config
+
+    assert model_spec_from_hf_config({**LLAMA, "intermediate_size": 11008}).mlp.intermediate_size == 11008

@@ -23,6 +23,16 @@ DEFAULT_LIMIT = 1 << 31
 DROPOUT_KEYS = ("resid_pdrop", "hidden_dropout", "hidden_dropout_prob", "attention_dropout", "attn_pdrop")
 
 
+FOUR_X_WIDTH_TYPES = ("gpt2", "gpt_bigcode", "falcon", "mpt")
+"""Types whose transformers code makes an unstated MLP width 4 x hidden_size (modeling_gpt2.py@5.25.0 L252 and
+modeling_gpt_bigcode.py L264: n_inner None; configuration_falcon.py L97-98: ffn_hidden_size None; MPT:
+mpt_fields' expansion_ratio 4). Every other type's config class defaults intermediate_size to a fixed width that is
+not the model's (LlamaConfig 11,008 whatever the hidden size, GPTNeoXConfig 24,576: configuration_llama.py L65,
+configuration_gpt_neox.py L65), so a config of theirs that leaves it out is refused, not read as 4 x hidden_size
+(hostile wave 23: llama with hidden 4,096 and no intermediate_size was sized at 16,384 where transformers builds
+11,008)."""
+
+
 def is_finite_number(value: Any) -> bool:
     """An int or float (not a boolean) that is finite: what every numeric config field must be."""
     return not isinstance(value, bool) and isinstance(value, int | float) and math.isfinite(value)

@@ -18,6 +18,7 @@ from typing import Any
 
 from gpuplan.adapters.architectures import check_architecture
 from gpuplan.adapters.config_fields import (
+    FOUR_X_WIDTH_TYPES,
     KNOWN_LAYER_TYPES,
     activation_clamp,
     check_expert_groups,
@@ -350,7 +351,7 @@ def _model_spec(config: dict[str, Any], name: str, source: str, override: str | 
     attention = _attention(cfg, traits, hidden)
     dense_width_keys = ("intermediate_size_mlp",) if model_type == "llama4_text" else ()  # Llama 4 dense layers
     intermediate = int_field(cfg, *dense_width_keys, "intermediate_size", "n_inner", "ffn_hidden_size",
-                              default=4 * hidden)
+                              default=4 * hidden if model_type in FOUR_X_WIDTH_TYPES else None)
     mlp_bias = cfg.get("mlp_bias", cfg.get("bias"))
     mlp = MLPSpec(intermediate_size=intermediate, gated=traits.gated_mlp,
                   bias=traits.mlp_bias if mlp_bias is None else bool(mlp_bias),
