@@ -155,8 +155,9 @@ class Evaluator:
 
     def with_expert_layout(self, layout: ParallelLayout) -> ParallelLayout:
         """``layout`` with the experts laid out as the step times them (StepSettings.expert_tp, None = tp) and as
-        the framework groups them (core.expert_layout): memory and time read one expert TP."""
-        return replace(layout, etp=self.step.expert_tp, shard_group=self.shard_group,  # one HSDP group for all
+        the framework groups them (core.expert_layout): memory and time read one expert TP; with the search's HSDP
+        shard group where it has one (else the layout's own)."""
+        return replace(layout, etp=self.step.expert_tp, shard_group=self.shard_group or layout.shard_group,  # HSDP
                        experts_replicated_over_tp=self.memory.framework in EXPERTS_REPLICATED_OVER_TP)
 
     def step_settings(self, recompute: str) -> StepSettings:
