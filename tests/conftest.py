@@ -11,10 +11,30 @@ SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
 
 
 def pytest_configure(config):
-    """The suite's bytecode compiled once, before the xdist workers start (tests/suite_bytecode.py)."""
+    """The suite's bytecode compiled once, before the xdist workers start (tests/suite_bytecode.py); in each of
+    several xdist workers, torch's intra-op threads one (one_thread_a_worker)."""
     from suite_bytecode import compile_once
 
     compile_once(config)
+    one_thread_a_worker()
+
+
+def one_thread_a_worker() -> None:
+    """OMP_NUM_THREADS=1 in a pytest-xdist worker when there are several (unless the environment already sets it),
+    as torchrun gives each of its ranks (torch/distributed/run.py@v2.13.0:872): torch's default is a thread a core,
+    so 2 workers on 2 cores ran 4 OpenMP threads that spin-wait for each other. test_trial.py's 10 in-process trials
+    under the other agents' load (2026-12-07, 2-core host, -n 0): 28.7 s user at 2 threads, 16.6 s at 1, wall
+    30.4 -> 22.0 s. Set before any worker imports torch (nothing the suite imports at collection does), so torch
+    reads it when it builds its pool; it also reaches the subprocesses the suite starts, but for the README's trial
+    loop (tests/test_readme.py drops it: the loop runs as a user runs it). A timing a trial records still describes
+    the threads it ran on (the measurement file's cpu_threads); no test asserts a thread count. test_trial.py,
+    test_calibrate.py and test_cpu_precision.py on 2 workers: 109.0 -> 83.3 s CPU (user + sys), wall 109 -> 95 s."""
+    import os
+
+    if os.environ.get("PYTEST_XDIST_WORKER") and int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) > 1:
+        os.environ.setdefault("OMP_NUM_THREADS", "1")
+        if "torch" in sys.modules:  # not expected; the env alone would then be read too late
+            sys.modules["torch"].set_num_threads(int(os.environ["OMP_NUM_THREADS"]))
 
 
 HEAVY_FIRST = (
