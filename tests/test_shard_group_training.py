@@ -184,3 +184,24 @@ def test_counts_it_cannot_use_are_dropped_not_refused(run_cli):
                            "--shard-group", "64")
     assert code == 2 and err.startswith("error: shard_group: got 64; must divide the data-parallel ranks that shard "
                                         "(dp x cp = 1, 2, 4, 8 in the layouts on these GPUs)"), err
+
+
+README_HSDP = ("plan", "llama-3.1-8b", "--tokens", "1T", "--gpu", "h100", "--gpus", "512", "--framework", "torchtitan")
+"""The README's HSDP example (the line after 'HSDP: model states sharded within each node's 8 GPUs')."""
+
+
+def test_the_readme_hsdp_example_makes_sense(run_json):
+    """Through the user's door: the answer keeps the group in its layout, its MFU is a fraction, and it fits. Llama 3.1
+    8B's 8,030,261,248 parameters, torchtitan's FSDP2 keeping them sharded in fp32 (4 B) with two fp32 Adam moments
+    (8 B): 4 B x P / 8 = 4,015,130,624 B of weights a GPU within the node's group, against 4 B x P / 512 = 62,736,416 B
+    over every rank; the step pays the HSDP all-reduce on top (never faster than the plain ZeRO-3 layout)."""
+    params = 8_030_261_248
+    hsdp = run_json(*README_HSDP, "--shard-group", "8")["results"]
+    full = run_json(*README_HSDP)["results"]
+    assert "(HSDP: shard 8)" in hsdp["best_layout"] and "HSDP" not in full["best_layout"]
+    assert 0 < hsdp["best_mfu"] < 1 and hsdp["best_mem_fits"] and hsdp["best_gpus"] == 512
+    assert hsdp["best_mem_weights"] == 4 * params / 8 and full["best_mem_weights"] == 4 * params / 512
+    assert hsdp["best_mem_optimizer"] == 8 * params / 8
+    # the same layout either way (dp512 tp1 pp1 ZeRO-3 mb2, no recompute), the HSDP one with its all-reduce on top
+    assert hsdp["best_layout"].replace(" (HSDP: shard 8)", "") == full["best_layout"]
+    assert hsdp["best_step_seconds"] > full["best_step_seconds"]
