@@ -19,6 +19,11 @@ Found, each fixed where every door passes (one line naming the field, exit 2):
     hidden size, GPTNeoXConfig 24,576): memory and speed of a model transformers does not build, said nowhere. Only
     GPT-2, GPTBigCode, Falcon and MPT, whose code makes an unstated width 4 x hidden, keep that default; the others
     are refused naming intermediate_size (adapters/config_fields.FOUR_X_WIDTH_TYPES).
+(4) a config.json head count (or any whole-number field) written 32.0 was read as 32: transformers 5.25.0 refuses it
+    (LlamaConfig: StrictDataclassFieldValidationError "Field 'num_attention_heads' expected int, got float (value:
+    32.0)"), and older releases hand it to nn.Linear, which refuses a float size; now refused, naming the field and
+    the integer to write (adapters/config_fields.int_field, after the range checks: 1e9 layers still reads 'at most
+    10,000').
 """
 
 import json
@@ -163,3 +168,22 @@ def test_3_a_stated_width_is_read():
     from gpuplan.adapters.hf_config import model_spec_from_hf_config
 
     assert model_spec_from_hf_config({**LLAMA, "intermediate_size": 11008}).mlp.intermediate_size == 11008
+
+
+# ---- (4) a whole-number config field written as a float ------------------------------------------------------------
+
+@pytest.mark.parametrize("field, value", [("num_attention_heads", 32.0), ("num_key_value_heads", 8.0),
+                                          ("num_hidden_layers", 8.0), ("vocab_size", 32000.0)])
+def test_4_a_whole_float_in_a_config_is_refused_as_transformers_refuses_it(run_cli, tmp_path, field, value):
+    path = tmp_path / "shape.json"
+    path.write_text(json.dumps({**LLAMA, "intermediate_size": 11008, field: value}), encoding="utf-8")
+    err = field_refusal(run_cli("infer", "--model", str(path), "--gpu", "h100"), f"{path}: {field}")
+    assert err == f"error: {path}: {field}: got {value!r}; must be a JSON integer ({int(value)}, not {value!r})\n"
+
+
+def test_4_a_fractional_count_keeps_its_words():
+    from gpuplan.adapters.hf_config import model_spec_from_hf_config
+    from gpuplan.errors import InputError
+
+    with pytest.raises(InputError, match=r"num_attention_heads: got 32\.5; must be a positive integer$"):
+        model_spec_from_hf_config({**LLAMA, "intermediate_size": 11008, "num_attention_heads": 32.5})

@@ -90,6 +90,9 @@ def int_field(cfg: dict[str, Any], *keys: str, required: bool = True, default: i
     limit = LIMITS.get(keys[0], DEFAULT_LIMIT)
     if value > limit:
         raise InputError(f"config.json: {present}", value, f"must be at most {limit:,}")
+    if isinstance(value, float):  # 32.0: transformers 5.25.0's strict config fields refuse it ("expected int, got
+        # float"), older ones pass it to nn.Linear, which refuses a float size (hostile wave 23)
+        raise InputError(f"config.json: {present}", value, f"must be a JSON integer ({int(value)}, not {value!r})")
     return int(value)
 
 
