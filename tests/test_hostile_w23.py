@@ -24,6 +24,10 @@ Found, each fixed where every door passes (one line naming the field, exit 2):
     32.0)"), and older releases hand it to nn.Linear, which refuses a float size; now refused, naming the field and
     the integer to write (adapters/config_fields.int_field, after the range checks: 1e9 layers still reads 'at most
     10,000').
+(5) a config.json file under another name whose number is NaN / Infinity / past float range was refused as
+    'config.json: rope_theta: got 'NaN'; ...', naming a file the user never gave, where every other refusal of the
+    reader names the file (wave 14, hf_config._named_for): load_hf_config now retells parse_json's keyed refusals
+    the same way ('/path/shape.json: rope_theta: ...'); a file called config.json keeps its name.
 """
 
 import json
@@ -187,3 +191,17 @@ def test_4_a_fractional_count_keeps_its_words():
 
     with pytest.raises(InputError, match=r"num_attention_heads: got 32\.5; must be a positive integer$"):
         model_spec_from_hf_config({**LLAMA, "intermediate_size": 11008, "num_attention_heads": 32.5})
+
+
+# ---- (5) a bad number in a config file under another name names that file ------------------------------------------
+
+@pytest.mark.parametrize("literal, shown", [("NaN", "NaN"), ("1e400", "1e400"), ("-Infinity", "-Infinity")])
+def test_5_a_bad_number_names_the_file_it_is_in(run_cli, tmp_path, literal, shown):
+    text = json.dumps({**LLAMA, "intermediate_size": 11008})[:-1] + f', "rope_theta": {literal}}}'
+    named = tmp_path / "shape.json"
+    named.write_text(text, encoding="utf-8")
+    assert field_refusal(run_cli("memory", "--model", str(named), "--gpu", "h100"), f"{named}: rope_theta") == \
+        f"error: {named}: rope_theta: got '{shown}'; must be a finite JSON number\n"
+    (tmp_path / "m").mkdir()
+    (tmp_path / "m" / "config.json").write_text(text, encoding="utf-8")  # the Hugging Face layout keeps its name
+    field_refusal(run_cli("memory", "--model", str(tmp_path / "m"), "--gpu", "h100"), "config.json: rope_theta")

@@ -328,9 +328,8 @@ def _model_spec(config: dict[str, Any], name: str, source: str, override: str | 
     cfg = text_config(config)
     model_type, notes = _model_type(cfg, override)
     notes += check_architecture(config, cfg, model_type, overridden=bool(override))
-    defaults = class_defaults(cfg, CONFIG_DEFAULTS.get(model_type, {}), model_type in WINDOW_PATTERN)
-    cfg = {**defaults, **{k: v for k, v in cfg.items() if v is not None},
-           "model_type": model_type}
+    cfg = {**class_defaults(cfg, CONFIG_DEFAULTS.get(model_type, {}), model_type in WINDOW_PATTERN),
+           **{k: v for k, v in cfg.items() if v is not None}, "model_type": model_type}
     if model_type == "dbrx":
         cfg = _dbrx_flat(cfg)
     if model_type == "gpt_bigcode" and cfg.get("add_cross_attention"):  # L151-152: no multi-query cross-attention
@@ -412,7 +411,10 @@ def load_hf_config(path: str | Path) -> dict[str, Any]:
     except OSError:  # a name too long for the file system
         raise InputError("model", str(path), "no such file; give a catalog name, a config.json "
                          "or a folder holding one") from None
-    data = parse_json(read_text(p, "model", MAX_BYTES["config"]), "config.json", p)  # the field is --model
+    try:  # the field is --model; a bad number's key named with the file as the reader's others are (wave 23)
+        data = parse_json(read_text(p, "model", MAX_BYTES["config"]), "config.json", p)
+    except InputError as exc:
+        raise (_named_for(exc, str(p)) if exc.field.startswith("config.json: ") else exc) from None
     if not isinstance(data, dict):
         raise InputError("config.json", str(p), "expected a JSON object at the top level")
     return data
