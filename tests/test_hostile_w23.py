@@ -28,6 +28,11 @@ Found, each fixed where every door passes (one line naming the field, exit 2):
     'config.json: rope_theta: got 'NaN'; ...', naming a file the user never gave, where every other refusal of the
     reader names the file (wave 14, hf_config._named_for): load_hf_config now retells parse_json's keyed refusals
     the same way ('/path/shape.json: rope_theta: ...'); a file called config.json keeps its name.
+(6) `infer llama-3.1-8b --rps 1 --ttft-p99 1s --tpot 50ms --enable-lora --max-loras 4096 --max-lora-rank 512` was
+    refused 'no catalog GPU type holds llama-3.1-8b (bf16) with one 4,096-token sequence on one such replica: a
+    smaller format (--quantization) or a shorter --context / --prompt': what fills every replica is the 4,096 slots of
+    rank 512 (2.68 GB each, 10,995 GB), which neither remedy frees. With LoRA on, the refusal now names the slots and
+    their size and offers fewer or lower-rank slots first (jobs/inference/inputs_target._lora_words).
 """
 
 import json
@@ -205,3 +210,33 @@ def test_5_a_bad_number_names_the_file_it_is_in(run_cli, tmp_path, literal, show
     (tmp_path / "m").mkdir()
     (tmp_path / "m" / "config.json").write_text(text, encoding="utf-8")  # the Hugging Face layout keeps its name
     field_refusal(run_cli("memory", "--model", str(tmp_path / "m"), "--gpu", "h100"), "config.json: rope_theta")
+
+
+# ---- (6) a load no replica holds for its LoRA slots names them -----------------------------------------------------
+
+LORA_ASK = {"model": "llama-3.1-8b", "gpu": "h100", "rps": 1, "ttft_p99": "1s", "tpot": "50ms", "max_loras": 4096,
+            "max_lora_rank": 512}
+
+
+def test_6_lora_slots_no_replica_holds_are_named_with_their_remedy(run_cli, client):
+    import gpuplan
+
+    # one slot of rank 512 on llama-3.1-8b: 512 x (q 8,192 + k 5,120 + v 5,120 + o 8,192 + 3 x 18,432 MLP in + out)
+    # x 32 layers x 2 bytes = 2.684 GB; 4,096 slots = 10,995 GB, more than any replica of one NVLink domain holds
+    words = ("rps: got '1'; sizes replicas within one NVLink domain, and no catalog GPU type holds llama-3.1-8b (bf16) "
+             "with one 4,096-token sequence and 4,096 LoRA slots of rank 512 (10,995 GB before tensor parallelism) on "
+             "one such replica: fewer or lower-rank slots (--max-loras, --max-lora-rank), a smaller format "
+             "(--quantization) or a shorter --context / --prompt")
+    flags = [f"--{k.replace('_', '-')}={v}" for k, v in LORA_ASK.items() if k != "model"]
+    assert field_refusal(run_cli("infer", "--model", "llama-3.1-8b", *flags), "rps") == f"error: {words}\n"
+    assert web_refusal(client.post("/api/inference", json=LORA_ASK), "rps") == words
+    with pytest.raises(gpuplan.InputError) as api:
+        gpuplan.estimate_inference(gpuplan.InferenceInputs(**LORA_ASK))
+    assert str(api.value) == words
+
+
+def test_6_without_lora_the_refusal_keeps_its_words(run_cli):
+    err = field_refusal(run_cli("infer", "--model", "llama-3.1-405b", "--gpu", "h100", "--rps", "1", "--ttft-p99",
+                                "1h", "--tpot", "1min", "--prompt", "8M"), "rps")
+    assert "with one 8,388,864-token sequence on one such replica: a smaller format (--quantization) or a shorter " \
+        "--context / --prompt\n" in err and "LoRA" not in err, err

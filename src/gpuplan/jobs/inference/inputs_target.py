@@ -59,8 +59,8 @@ def check_target_met(inputs, plan, target: LoadTarget, steps: dict[str, dict]) -
                              "--prefill-tokens at least as large, or a smaller --max-num-seqs")
     if not idle:
         raise InputError("rps", f"{inputs.rps:g}", f"sizes replicas within one NVLink domain, and no catalog GPU type holds "
-                         f"{plan.spec.name} ({plan.setup.fmt.name}) with one {plan.context:,}-token sequence on "
-                         "one such replica: a smaller format (--quantization) or a shorter --context / --prompt")
+                         f"{plan.spec.name} ({plan.setup.fmt.name}) with one {plan.context:,}-token sequence"
+                         f"{_lora_words(plan)}a smaller format (--quantization) or a shorter --context / --prompt")
     ttft, tpot = target.ttft_p99, target.tpot
     fastest_ttft = min(idle)
     if fastest_ttft[0] > ttft * (1 + 1e-9):
@@ -77,3 +77,19 @@ def check_target_met(inputs, plan, target: LoadTarget, steps: dict[str, dict]) -
     raise InputError("tpot", inputs.tpot, f"{NONE} reaches it together with ttft_p99 {_ms(ttft)}: the fastest time "
                      f"per output token within that TTFT is {_ms(best[1])} ({best[2]}); give at least that, or a "
                      "looser --ttft-p99")
+
+
+def _lora_words(plan) -> str:
+    """The rest of the no-replica refusal's first clause and the LoRA slots' own remedy where --enable-lora sized them
+    (hostile wave 23: `--max-loras 4096 --max-lora-rank 512` on llama-3.1-8b, 11 TB of slots, was told only a smaller
+    format or a shorter prompt, neither of which frees them); their size at tp 1 (core.serving.lora.slot_bytes_per_gpu,
+    split over tp ranks)."""
+    lora = plan.setup.lora
+    if lora is None:
+        return " on one such replica: "
+    from gpuplan.core.serving.lora import slot_bytes_per_gpu
+
+    size = slot_bytes_per_gpu(plan.spec, lora, 1) / 1e9
+    shown = f"{size:,.0f}" if size >= 10 else f"{size:.3g}"
+    return (f" and {lora.max_loras:,} LoRA slots of rank {lora.rank} ({shown} GB before tensor parallelism) on one "
+            "such replica: fewer or lower-rank slots (--max-loras, --max-lora-rank), ")
