@@ -32,7 +32,11 @@ Found, each fixed where every door passes (one line naming the field, exit 2):
     refused 'no catalog GPU type holds llama-3.1-8b (bf16) with one 4,096-token sequence on one such replica: a
     smaller format (--quantization) or a shorter --context / --prompt': what fills every replica is the 4,096 slots of
     rank 512 (2.68 GB each, 10,995 GB), which neither remedy frees. With LoRA on, the refusal now names the slots and
-    their size and offers fewer or lower-rank slots first (jobs/inference/inputs_target._lora_words).
+    their size and offers fewer or lower-rank slots first (jobs/inference/inputs_target._lora_words). Without --rps
+    the same ask answered 'fits NO (weights alone exceed it)' (16 GB of weights on an 80 GB H100) and a note offering
+    more GPUs, a smaller format or a larger GPU: it now says 'NO (weights and LoRA slots exceed it)' and the note
+    adds fewer or lower-rank slots with their GB a GPU, where the weights without the slots would fit
+    (jobs/inference/memory_report.py, jobs/inference/estimate._notes).
 """
 
 import json
@@ -240,3 +244,15 @@ def test_6_without_lora_the_refusal_keeps_its_words(run_cli):
                                 "1h", "--tpot", "1min", "--prompt", "8M"), "rps")
     assert "with one 8,388,864-token sequence on one such replica: a smaller format (--quantization) or a shorter " \
         "--context / --prompt\n" in err and "LoRA" not in err, err
+
+
+def test_6_without_rps_the_memory_answer_names_the_slots(run_json):
+    out = run_json("infer", "--model", "llama-3.1-8b", "--gpu", "h100", "--max-loras", "4096", "--max-lora-rank", "512")
+    lines = {line["key"]: line for section in out["sections"] for line in section["lines"]}
+    assert lines["fits"]["text"] == "NO (weights and LoRA slots exceed it)", lines["fits"]
+    assert any("or fewer or lower-rank LoRA slots (--max-loras, --max-lora-rank: 10,995.12 GB a GPU)" in note
+               for note in out["notes"]), out["notes"]
+    big = run_json("infer", "--model", "llama-3.1-405b", "--gpu", "h100", "--enable-lora")  # 810 GB of weights
+    big_lines = {line["key"]: line for section in big["sections"] for line in section["lines"]}
+    assert big_lines["fits"]["text"] == "NO (weights alone exceed it)"
+    assert not any("LoRA slots" in note for note in big["notes"]), big["notes"]

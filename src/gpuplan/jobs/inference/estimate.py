@@ -271,8 +271,11 @@ def _curve_table(plan: Plan, serving: Serving, inputs: InferenceInputs) -> Table
 def _notes(plan: Plan, serving: Serving, inputs: InferenceInputs) -> tuple[str, ...]:
     notes = list(plan.notes) + list(plan.spec.notes)
     if inputs.rps is None and serving.memory.kv_budget <= 0:  # with --rps the sizing is the answer, not 1 GPU
+        m = serving.memory  # hostile wave 23: 4,096 slots of rank 512 were told only the first three remedies
+        slots = m.lora_slots if m.weights - m.lora_slots < m.usable else 0.0  # where the slots are what fills it
         notes.append("no memory left for the KV cache on this layout: use more GPUs (tp), a smaller format "
-                     "(int4, fp8) or a larger GPU")
+                     "(int4, fp8) or a larger GPU" + (f", or fewer or lower-rank LoRA slots (--max-loras, "
+                                                       f"--max-lora-rank: {slots / 1e9:,.2f} GB a GPU)" if slots else ""))
     elif inputs.rps is None and serving.max_sequences < inputs.batch:
         notes.append(f"only {plural(serving.max_sequences, 'sequence')} of {plan.context:,} tokens fit, not {inputs.batch}: "
                      "the engine would queue or preempt the rest")

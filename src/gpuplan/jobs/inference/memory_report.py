@@ -83,6 +83,8 @@ def memory_section(plan: Plan, m: M.Memory, batch: int, per_sequence: float, hel
                  + ("" if m.graphs_counted else "; CUDA graphs are captured out of it"))),
         Line("needed", f"needed for {plural(batch, 'sequence')} at {plan.context:,} tokens", needed, "bytes", gb(needed)),
         Line("fits", "fits", fits, "", "yes" if fits else "NO" + (" (weights alone exceed it)"
+                                                                  if m.weights - m.lora_slots > m.usable else
+                                                                  " (weights and LoRA slots exceed it)"
                                                                   if m.weights > m.usable else "")),
     ))
 
