@@ -193,6 +193,33 @@ def time_box():
 
 
 @pytest.fixture(scope="session", autouse=True)
+def cli_commands_built_once():
+    """Each `gpuplan <command>` built once a session, as once a process: gpuplan.cli.LazyGroup.get_command imports
+    gpuplan.commands.<name> and calls its command(), which builds a click command from the job's schema (an option
+    per field, its metavar from the field's Literal choices), ~7 ms of CPU; a process builds it once, but every
+    in-process run_cli call built it again: half the CPU of tests/test_hostile_cli.py's curated cases (cProfile,
+    2026-12-07: 28.7 of 59.3 s in build.schema_options). A built command holds no state of a run (click makes a
+    Context per call; the callbacks import what they run when called, so a test's monkeypatch still reaches it).
+    Only known names are kept (an unknown one is None, built from nothing)."""
+    from gpuplan import cli
+
+    built: dict[str, object] = {}
+    build = cli.LazyGroup.get_command
+
+    def get_command(self, ctx, cmd_name):
+        if cmd_name not in built:
+            command = build(self, ctx, cmd_name)
+            if command is None:
+                return None
+            built[cmd_name] = command
+        return built[cmd_name]
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(cli.LazyGroup, "get_command", get_command)
+        yield
+
+
+@pytest.fixture(scope="session", autouse=True)
 def cpu_microbenchmarks_once():
     """gpuplan.profile._trial_runtime.cpu_microbenchmarks (a ~0.3 s GEMM and a ~0.2 s copy timing loop, best of
     repeats, ~0.6 s a call) measured once a session per (dtype, torch threads), a fresh dict per call: every
