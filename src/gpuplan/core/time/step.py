@@ -284,7 +284,8 @@ def step_time(spec: ModelSpec, cluster: Cluster, settings: StepSettings, *, dp=1
     comm_total = sum((c.total for c in costs), 0.0)
     bubble = bubble + fill_drain_all_to_all(exposed["EP"], by_parallelism(costs, "EP", "total"),  # + the fill and
                                             settings.ep_a2a_overlap, pp, vpp, micro_batches)  # drain's EP all-to-alls
-    shards = optimizer_shards(spec, settings, zero, data=dp * cp, tp=tp, pp=pp, ep=ep)  # experts: over the expert dp
+    # HSDP: each GPU updates the states of its shard group only (memory's ParallelLayout.state_shards; R1 M1)
+    shards = optimizer_shards(spec, settings, zero, data=shard_group or dp * cp, tp=tp, pp=pp, ep=ep)  # + expert dp
     optimizer = 2 * 16.0 * trained / shards / hbm  # read+write weights, grads, fp32 master, 2 Adam states (HBM-bound)
     if settings.eager_ops is not None:
         optimizer = eager_optimizer_seconds(spec, cluster, settings, trained / shards, pp)

@@ -132,10 +132,8 @@ class MemoryInputs(ModelFields, LayoutFields, SetupFields):
             dp = self.dp or 1
         cp = self.cp or 1
         zero = self.zero if self.zero is not None else (self.profile.default_zero if dp * cp > 1 else 0)
-        if self.shard_group is not None and zero == 0:  # it changed nothing (same peak), and said nothing
-            raise InputError("shard_group", self.shard_group, "shards model states within groups (HSDP): give "
-                             "--zero 1, 2 or 3; ZeRO 0 replicates them on every rank")
-        check_shard_group(self.framework, zero, self.shard_group, cp)  # the framework's default stage (schema.shard_group)
+        # ZeRO 0 included: the framework's own stages named (schema.shard_group; the framework's default stage)
+        check_shard_group(self.framework, zero, self.shard_group, cp)
         if self.comm_buffer_gib is not None and dp * self.rest == 1:  # the same peak with or without it (wave 21)
             raise InputError("comm_buffer_gib", self.comm_buffer_gib, "sizes NCCL's buffers between GPUs: one GPU "
                              "(dp x tp x pp x cp = 1) has no communicator; give --gpus > 1, or leave it out")
