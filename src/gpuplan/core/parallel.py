@@ -89,6 +89,31 @@ def expert_data_group(data, tp, ep, etp, replicated_over_tp: bool = False):
     return np.maximum(np.asarray(data) * spanned / np.maximum(ep, 1), 1)
 
 
+def hsdp_expert_refusal(layout: ParallelLayout) -> str | None:
+    """Why the experts cannot be laid out within ``layout``'s shard group (None: they can, or no group / ep 1).
+    HSDP_EXPERT_RULE: the expert data-parallel group must split evenly over the replicas -- Megatron-Core asserts
+    expert_data_parallel_size % num_distributed_optimizer_instances == 0 (parallel_state.py@core_v0.16.0
+    L1263-1267), i.e. shard x tp / (etp x ep) whole; torchtitan raises unless ep divides dp_shard x cp x tp
+    (parallel_dims.py@b5bcd76 L187-192; its etp is 1 under ep, efsdp = dp_shard x cp x tp / ep, L282), the same
+    number. DeepSpeed refuses MiCS with MoE (engine.py@edaa722 L1904-1907 'AutoEP with ZeRO Stage 3 does not
+    support MiCS yet'; its native MoE refuses ZeRO-3 at L1889-1891)."""
+    group = layout.shard_group
+    if group is None or layout.ep == 1:
+        return None
+    if layout.experts_replicated_over_tp:
+        return (f"DeepSpeed runs no MiCS shard group with expert parallelism (ep {layout.ep}): give --ep 1, "
+                "or leave the shard group out")
+    etp = layout.expert_tp
+    if (group * layout.tp) % (etp * layout.ep):
+        return (f"the experts are sharded within it: shard group x tp = {group * layout.tp} must be a multiple of "
+                f"etp x ep = {etp * layout.ep} (the expert data-parallel group splits over the replicas)")
+    return None
+
+
+HSDP_EXPERT_RULE = "shard_group x tp a multiple of etp x ep (hsdp_expert_refusal)"
+"""The rule the planner's space (planner.space.expert_region_ranks) and check_layout share."""
+
+
 def layers_per_stage(num_layers: int, pp: int) -> int:
     """Layers on the fullest pipeline stage (Megatron puts ceil(L/pp) on each but the last)."""
     return math.ceil(num_layers / pp)
@@ -213,7 +238,11 @@ def check_layout(spec: ModelSpec, layout: ParallelLayout, gpus: int | None = Non
                         seq_len=seq_len, kv_subsharding=kv_subsharding, framework=framework)
     check_expert_layout(spec, layout)
     if layout.shard_group is not None and (layout.dp * layout.cp) % layout.shard_group:
-        raise InputError("shard_group", layout.shard_group, f"must divide dp x cp = {layout.dp * layout.cp}")
+        raise InputError("shard_group", layout.shard_group, "must divide the data-parallel ranks that shard "
+                         f"(dp x cp = {layout.dp * layout.cp}): give a divisor of it, or leave it out")
+    why = hsdp_expert_refusal(layout)
+    if why:
+        raise InputError("shard_group", layout.shard_group, why)
     if layout.global_batch is not None and layout.global_batch % (layout.micro_batch * layout.dp):
         raise InputError("global_batch", layout.global_batch,
                          f"must be a multiple of micro_batch x dp = {layout.micro_batch * layout.dp}")

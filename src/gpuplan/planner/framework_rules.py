@@ -286,13 +286,18 @@ HSDP_ZERO_STAGES = {
 """ZeRO stages each framework runs with a shard group smaller than its data-parallel ranks (--shard-group, HSDP)."""
 
 
+def stage_list(stages) -> str:
+    """ZeRO stages as one phrase: '1, 2 or 3', '2 or 3', '3' (every HSDP refusal words them so)."""
+    return ", ".join(map(str, stages[:-1])) + " or " * (len(stages) > 1) + str(stages[-1])
+
+
 def shard_group_refusal(framework: str, zero: int | None, shard_group: int, cp: int | None = None) -> str | None:
     """Why ``framework`` cannot run ZeRO ``zero`` (None: not given) with ``shard_group`` (what is valid), or None.
     torchtitan shards over dp_shard x cp: cp divides the group (parallel_dims.py@b5bcd76 L281)."""
     stages = HSDP_ZERO_STAGES.get(framework, HSDP_ZERO_STAGES["generic"])
     if not stages:
         return f"--framework {framework} has no hybrid sharding (llm.c shards ZeRO-1 over every rank): leave it out"
-    valid = ", ".join(map(str, stages[:-1])) + " or " * (len(stages) > 1) + str(stages[-1])  # '1, 2 or 3'
+    valid = stage_list(stages)
     if zero == 0:
         return f"shards model states within groups (HSDP): give --zero {valid}; ZeRO 0 replicates them on every rank"
     if zero is not None and zero not in stages:

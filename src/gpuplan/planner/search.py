@@ -30,7 +30,8 @@ from gpuplan.core.memory.recompute import block_recompute_share, recomputed_forw
 from gpuplan.core.time.step import StepSettings, step_time
 from gpuplan.core.comm.topology import Cluster
 from gpuplan.errors import InputError
-from gpuplan.planner.framework_rules import HSDP_ZERO_STAGES, rules_for  # space imports it already
+from gpuplan.planner.framework_rules import rules_for  # space imports it already
+from gpuplan.planner.shard_group_refusal import shard_group_refusal
 from gpuplan.planner.pareto import pareto_front  # noqa: F401 (re-exported: jobs.plan.estimate, the tests)
 from gpuplan.core.comm.fsdp2_reshard import fsdp2_no_reshard
 from gpuplan.planner.uncertainty import KnownLayouts, fsdp_traffic_uncertainty, layout_kinds, layout_uncertainty
@@ -347,32 +348,7 @@ def rule_refusal(spec: ModelSpec, counts: tuple[int, ...], seq_len: int, target_
     """Why a search found no layout at all on ``counts`` where a layout rule is the cause (None: not one of these):
     the framework's sequence split (space.sequence_split_refusal) or the shard group (shard_group_refusal)."""
     return (sequence_split_refusal(spec, counts, seq_len, target_batch, max_tp, limits)
-            or shard_group_refusal(spec, counts, seq_len, target_batch, max_tp, limits))
-
-
-def shard_group_refusal(spec: ModelSpec, counts: tuple[int, ...], seq_len: int, target_batch: float, max_tp: int,
-                        limits: SpaceLimits | None) -> InputError | None:
-    """InputError naming shard_group where it left no layout on ``counts`` that the search without it has: the
-    data-parallel ranks that shard (dp x cp) of those layouts, none of which it divides, or the ZeRO stages the
-    framework runs it with, which the layouts it divides cannot run. None without a group or such layouts."""
-    if limits is None or limits.shard_group is None:
-        return None
-    free = enumerate_layouts(spec, counts, seq_len, target_batch, max_tp, replace(limits, shard_group=None),
-                             MAX_CANDIDATES)
-    if not len(free["gpus"]):
-        return None  # the layout itself is refused: the no-layout message says why
-    group, framework = limits.shard_group, limits.framework
-    data = free["dp"] * free["cp"]
-    divided = data % group == 0
-    if divided.any():  # it divides some: the stages it needs are what those layouts cannot run
-        stages = " or ".join(map(str, HSDP_ZERO_STAGES.get(framework, HSDP_ZERO_STAGES["generic"])))
-        found = ", ".join(map(str, sorted({int(z) for z in free["zero"][divided]})))
-        return InputError("shard_group", group, f"--framework {framework} runs a shard group with ZeRO {stages} only, "
-                         f"and the layouts it divides on these GPUs run ZeRO {found} (its pipeline or other degrees): "
-                         "leave it out, or change the degrees you fixed")
-    shown = ", ".join(f"{d:,}" for d in sorted({int(d) for d in data})[:12]) + (", ..." if len(set(data)) > 12 else "")
-    return InputError("shard_group", group, f"must divide the data-parallel ranks that shard (dp x cp = {shown} in the "
-                     "layouts on these GPUs): give a divisor of one of them, or leave it out")
+            or shard_group_refusal(spec, counts, seq_len, target_batch, max_tp, limits, MAX_CANDIDATES))
 
 
 def search_layouts(evaluator: Evaluator, counts: tuple[int, ...], target_batch: float, max_tp: int,

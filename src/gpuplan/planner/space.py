@@ -348,12 +348,15 @@ def check_fixed_in_range(fixed: dict, max_tp: int, max_cp: int) -> None:
 def expert_region_ranks(dp: int, cp: int, tp: int, limits: SpaceLimits) -> int:
     """The ranks of a pipeline stage ep must divide once etp has split them (core.parallel.check_expert_layout):
     dp x cp x tp / etp, i.e. dp x cp where etp = tp (Megatron-Core's default) or DeepSpeed-MoE carves ep from the
-    data-parallel ranks; 0 where etp does not divide dp x cp x tp (no expert layout)."""
+    data-parallel ranks; 0 where etp does not divide dp x cp x tp (no expert layout). With a shard group (HSDP) the
+    group's ranks take dp x cp's place (core.parallel.HSDP_EXPERT_RULE: the frameworks lay the experts out within
+    it); DeepSpeed's MiCS runs no experts (1: ep 1 only)."""
+    data = limits.shard_group or dp * cp
     if limits.framework in EXPERTS_REPLICATED_OVER_TP:
-        return dp * cp
+        return 1 if limits.shard_group else data
     # the etp of any layout with ep > 1 (ep 1 divides every region): tp, --etp, or torchtitan's 1
     etp = resolved_expert_tp(expert_tp_for(limits.framework, limits.etp), tp, ep=2)
-    ranks = dp * cp * tp
+    ranks = data * tp
     return ranks // etp if ranks % etp == 0 else 0
 
 
