@@ -22,9 +22,10 @@ import numpy as np
 from gpuplan.core.comm import collectives as K
 from gpuplan.core.comm import dp_overlap as O
 from gpuplan.core.comm.collective_cost import CollectiveCost
+from gpuplan.core.comm.fsdp2_embedding import embedding_across, embedding_cost, embedding_unit
 from gpuplan.core.comm.fsdp2_reshard import fsdp2_no_reshard
 from gpuplan.core.frameworks import framework, runs_bf16_optimizer
-from gpuplan.core.model.spec import ModelSpec, count_parameters
+from gpuplan.core.model.spec import ModelSpec
 from gpuplan.core.expert_layout import experts_replicated_over_tp, resolved_expert_tp
 from gpuplan.core.comm.per_gpu_params import (expert_data_ranks, expert_share, matrices_per_gpu,  # noqa: F401
                                               params_per_gpu, routed_per_gpu, routed_split)  # (re-exported)
@@ -260,14 +261,15 @@ def data_parallel_costs(spec: ModelSpec, cluster, settings, *, dp, tp, pp, cp, e
     units, gather_units = _units(spec, settings, trained_params, grads, data, layers, zero3, zero)
     # ZeRO-3 per micro-batch under FSDP2: the embedding is its own unit, outside the blocks' overlap
     per_mb = zero3 & (np.asarray(pp) == 1) & (settings.dp_schedule != "deepspeed")
-    embedding = _embedding_unit(spec, settings, tp) * (per_mb & many)
+    embedding = embedding_unit(spec, settings, tp) * (per_mb & many)
     weights = weights - embedding * settings.param_gather.bytes
     grads_emb = embedding * settings.grad_comm_bytes * (settings.finetune == "full")
     grads = grads - grads_emb
     gathers_by = gather_populations(spec, settings, populations, weights, tp=tp, pp=pp, ep=ep)  # the bytes' split
     timers = tuple(rows_seconds(links, groups) for _, links in populations)  # gathers_by's links: the same groups
+    shared = _across_bytes(spec, settings, populations, grads, shard, tp=tp, ep=ep)
     reduce_scatter, rs_one, ag_one, ar_across = _unit_seconds(settings, (populations, gathers_by), across, grads,
-                                                              weights, (units, gather_units), shard, replicas, zero,
+                                                              weights, (units, gather_units), shared, replicas, zero,
                                                               groups, timers)
     # ZeRO-3 gathers for every micro-batch (FSDP2 under a pipeline keeps the stage gathered); FSDP2 also
     # reduce-scatters every micro-batch, DeepSpeed once a step (ZeRO-2 every micro-batch: each_mb above)
@@ -284,36 +286,45 @@ def data_parallel_costs(spec: ModelSpec, cluster, settings, *, dp, tp, pp, cp, e
     # all-gathers the bf16 weights after each step too (bf16_optimizer.py@edaa722 update_lp_params L454-464)
     gathered = (zero >= 1) | runs_bf16_optimizer(settings.deepspeed_bf16, zero, pp)  # core.frameworks' one rule
     ag_calls = many * gathered * gather_units * np.where(zero3, gathers * np.where(gather_each, micro_batches, 1), 1)
-    totals = {"grads": rs_calls * rs_one, "weights": ag_calls * ag_one, "across": (replicas > 1) * ar_across}
+    # FSDP2 all-reduces across the replicas after every reduce-scatter (torch 2.13 _fsdp_collectives.py L634-660;
+    # all_reduce_grads True by default, _fsdp_param_group.py L220; torchtitan@b5bcd76 never sets it off); the others
+    # once a step (Megatron; MiCS, mics.py@edaa722 L411; OLMo-core's set_requires_all_reduce(is_last_mb),
+    # train_module.py@fa6c5014c L575-578; the hf Trainer syncs the last micro-batch only, accelerate no_sync)
+    ar_each = per_mb & (settings.dp_schedule == "fsdp2")
+    ar_calls = (replicas > 1) * units * np.where(ar_each, micro_batches, 1)
+    totals = {"grads": rs_calls * rs_one, "weights": ag_calls * ag_one, "across": ar_calls * ar_across / units}
     exposed = _exposed(settings, totals, rs_one, ag_one, units, zero, per_mb, micro_batches, compute,
                        moe_phases, layers, t_bwd_gemm_mb, many, cluster.gpu.collective_arch, vpp, pp, no_reshard)
     grads_kind = "reduce_scatter" if np.all(reduce_scatter) else "all_reduce"
     what = {"grads": ("grad reduce-scatter / all-reduce", rs_calls, grads / units, grads_kind, group),
             "weights": ("param all-gather", ag_calls, weights / gather_units, "all_gather", group),
-            "across": ("HSDP all-reduce", (replicas > 1) * units, grads / shard / units, "all_reduce", across)}
+            "across": ("HSDP all-reduce", ar_calls, shared / units, "all_reduce", across)}
     costs = [CollectiveCost("DP", label, calls, size, tp * shard if name != "across" else tp * data, totals[name],
                             exposed[name], nccl, links)
              for name, (label, calls, size, nccl, links) in what.items()]
-    return costs + [_embedding_cost(settings, embedding, grads_emb, micro_batches, tp * shard, group, timers[0])]
+    emb_across = embedding_across(grads_emb / shard * (replicas > 1), micro_batches, tp * data, across,
+                                  rows_seconds(across, groups))  # its HSDP all-reduce; the gather + reduce last
+    return costs + [emb_across, embedding_cost(settings, embedding, grads_emb, micro_batches, tp * shard, group,
+                                               timers[0])]
 
 
-def _embedding_cost(settings, embedding, grads_emb, micro_batches, ranks, group, seconds) -> CollectiveCost:
-    """FSDP2's embedding unit (``embedding`` parameters a GPU, ``grads_emb`` gradient bytes; _embedding_unit):
-    gathered before the first block's forward and reduced after the last block's backward, every
-    micro-batch, with no compute to hide behind (``seconds``: rows_seconds of the data group's links)."""
-    emb_calls = 2 * micro_batches * (np.asarray(embedding) > 0)
-    emb = emb_calls / 2 * ((seconds("all_gather", embedding * settings.param_gather.bytes)
-                            + seconds("reduce_scatter", grads_emb) * (np.asarray(grads_emb) > 0))
-                           if np.any(emb_calls) else 0.0)  # none: 0 calls x finite seconds
-    return CollectiveCost("DP", "embedding unit all-gather + reduce-scatter (FSDP2)", emb_calls,
-                          embedding * settings.param_gather.bytes, ranks, emb, emb, "all_gather", group)
+def _across_bytes(spec: ModelSpec, settings, populations, grads, shard, *, tp, ep):
+    """Gradient bytes a GPU all-reduces across the replicas a step: each population's shard of ``grads`` -- the
+    dense ones over the shard group, the routed experts over the expert data-parallel group within a replica
+    (expert_data_ranks of the shard): Megatron-Core reduce-scatters the expert buffer on intra_expt_dp_group and
+    all-reduces it on the same inter-instance group (distributed_data_parallel.py@core_v0.16.0 L290-301, L226-234);
+    torchtitan shards the experts over efsdp, replicated over dp_replicate (fsdp.py@b5bcd76 L29, L82)."""
+    share = populations[1][0]
+    experts = expert_data_ranks(shard, tp, ep, settings.expert_tp, experts_replicated(settings))
+    return grads * ((1 - share) / shard + share / experts)
 
 
-def _unit_seconds(settings, populations, across, grads, weights, units, shard, replicas, zero, groups, timers):
+def _unit_seconds(settings, populations, across, grads, weights, units, shared, replicas, zero, groups, timers):
     """(where the gradients are reduce-scattered, seconds of one unit's gradient reduce-scatter or all-reduce,
     of its parameter all-gather, of its units' HSDP all-reduce across the replicas: ``units`` x one);
     ``units``: (gradient units, gather units), _units; ``populations``: (the gradients', the gather's:
-    gather_populations); ``timers``: rows_seconds of their links (both lists': the same groups)."""
+    gather_populations); ``shared``: the bytes all-reduced across (_across_bytes); ``timers``: rows_seconds of their
+    links (both lists': the same groups)."""
     units, gather_units = units
     populations, gathers_by = populations
     zero3 = zero >= 3
@@ -337,22 +348,9 @@ def _unit_seconds(settings, populations, across, grads, weights, units, shard, r
         share = np.where(zero3, O.DEEPSPEED_ZERO3_BANDWIDTH_SHARE, 1.0)
         rs_one, ag_one = rs_one / share, ag_one / share
     # one replica (no HSDP): collective_seconds gives a group of one 0 seconds
-    ar_across = (seconds_by_rows("all_reduce", grads / shard / units, across, groups)
+    ar_across = (seconds_by_rows("all_reduce", shared / units, across, groups)
                  if np.any(np.asarray(replicas) > 1) else 0.0) * units
     return reduce_scatter, rs_one, ag_one, ar_across
-
-
-def _embedding_unit(spec: ModelSpec, settings, tp) -> float:
-    """Parameters per GPU of the FSDP unit torchtitan shards apart from the blocks, whose collectives
-    open each micro-batch's forward and close its backward (0 for another schedule). torchtitan's
-    apply_fsdp (torchtitan/distributed/fsdp.py @b5bcd76) wraps tok_embeddings alone, [norm, lm_head]
-    with reshard_after_forward False, then each block, and gathers in module order with FSDP2's
-    implicit prefetch: the embedding's gather is the step's first collective and its reduce-scatter the
-    last (the head's gather and reduction run beside the last block's forward and backward)."""
-    if settings.dp_schedule != "fsdp2":
-        return 0.0
-    counts = count_parameters(spec)
-    return (counts.embedding + counts.position_embedding) / np.asarray(tp, dtype=float)
 
 
 def _exposed(settings, totals, rs_one, ag_one, units, zero, per_mb, micro_batches, compute, moe_phases, layers,
@@ -384,6 +382,10 @@ def _exposed(settings, totals, rs_one, ag_one, units, zero, per_mb, micro_batche
         else totals["weights"]
     weights = np.where(zero3, fsdp, gather)
     across = O.bucketed_exposed(totals["across"], units, bwd, s)
+    if settings.dp_schedule == "megatron":  # the reduce-scatter, then the all-reduce, on one NCCL stream (
+        # param_and_grad_buffer.py@core_v0.16.0 L399-404, L410-418): hidden together; FSDP's all-reduce has its own
+        both = O.interleaved_exposed(totals["grads"] + totals["across"], units, bwd, s, vpp, pp, True)
+        across = np.where(zero3, across, np.maximum(both - grads, 0.0))
     exposed = {"grads": many * grads, "weights": many * weights, "across": across}
     floor = 1 - settings.dp_overlap
     return {k: np.maximum(exposed[k], floor * totals[k]) for k in exposed}
