@@ -100,7 +100,7 @@ def test_the_search_keeps_the_frameworks_stages():
     for framework, allowed in (("deepspeed", {3}), ("megatron", {1, 3})):
         table = search(gpuplan.PlanInputs(**ASK, framework=framework, shard_group=8)).all
         assert set(int(z) for z in table["zero"]) <= allowed and set(int(z) for z in table["zero"]) & allowed
-        assert set(allowed) <= set(HSDP_ZERO_STAGES[framework])
+    assert HSDP_ZERO_STAGES["deepspeed"] == (3,) and HSDP_ZERO_STAGES["megatron"] == (1, 2, 3)  # what the test reads
 
 
 def test_explain_names_the_hsdp_collectives(run_cli):
@@ -157,7 +157,7 @@ def test_memory_takes_the_shared_field_with_the_same_checks(run_cli):
                            "--shard-group", "8")  # its default stage, ZeRO-1, has no shard group there
     assert code == 2 and "ZeRO 3 only (not 1)" in err and err.count("\n") == 1, err
     code, _, err = run_cli("memory", "--model", "llama-3.2-1b", "--gpus", "64", "--zero", "3", "--shard-group", "6")
-    assert code == 2 and err.startswith("error: shard_group: got 6; must divide dp x cp = 64"), err
+    assert code == 2 and err.startswith("error: shard_group: got 6; must divide the data-parallel ranks that shard (dp x cp = 64): "), err
 
 
 def test_a_group_whose_stages_the_layouts_cannot_run_says_so(run_cli):
@@ -205,3 +205,116 @@ def test_the_readme_hsdp_example_makes_sense(run_json):
     # the same layout either way (dp512 tp1 pp1 ZeRO-3 mb2, no recompute), the HSDP one with its all-reduce on top
     assert hsdp["best_layout"].replace(" (HSDP: shard 8)", "") == full["best_layout"]
     assert hsdp["best_step_seconds"] > full["best_step_seconds"]
+
+
+# --- R1's review mends (M1-M4, S1) ---
+
+
+def test_the_optimizer_step_updates_the_groups_states_only():
+    """M1: each GPU updates P / shard of the states: 2 x 16 B x 1,235,814,400 / 8 / (3.35e12 B/s x 0.75 of HBM)
+    = 1.96747e-3 s (read and write weights, grads, master, two moments), 8 times the 64-rank ZeRO-3's."""
+    hsdp, _ = _plan(8)
+    full, _ = _plan()
+    assert float(hsdp.step.optimizer) == pytest.approx(1.96747e-3, rel=1e-5)
+    assert float(full.step.optimizer) == pytest.approx(1.96747e-3 / 8, rel=1e-5)
+
+
+MOE = {"model": "deepseek-v2-lite", "gpu": "h100", "gpus": 64, "tokens": 1e9, "global_batch": 64}
+
+
+def _moe_plan(shard_group, framework="megatron"):
+    inputs = gpuplan.PlanInputs(**MOE, tp=1, pp=1, ep=8, zero=1, micro_batch=1, recompute="full",
+                                framework=framework, shard_group=shard_group)
+    ev = evaluator_for(inputs)
+    layout = ParallelLayout(dp=64, ep=8, zero=1, micro_batch=1, global_batch=64, etp=ev.step.expert_tp)
+    return evaluate_layout(ev, layout, "full", 64)
+
+
+@pytest.mark.parametrize("shard,across", [(8, 7_853_242_112), (16, 3_926_621_056)])
+def test_expert_gradients_all_reduce_across_sharded_over_the_expert_group(shard, across):
+    """M2b: DeepSeek-V2-Lite, Megatron ZeRO-1, dp 64 ep 8 tp 1: a GPU holds 1,311,632,896 dense trained parameters
+    (embedding and head 2 x 209,715,200, attention 371,602,944, dense MLP 67,239,936, shared experts 449,839,104,
+    router 3,407,872, norms 112,640) and 14,394,851,328 / 8 = 1,799,356,416 routed ones, 4 B gradients each. The
+    dense shard is / shard; the experts' / (shard x tp / ep): shard 8 -> 655,816,448 + 7,197,425,664 B, shard 16 ->
+    327,908,224 + 3,598,712,832 B a step, once (Megatron all-reduces across the instances once a step)."""
+    rows = _dp_rows(_moe_plan(shard))
+    row = rows["HSDP all-reduce"]
+    assert float(row.calls) * float(row.bytes_per_call) == pytest.approx(across, rel=1e-12)
+    assert float(row.calls) == float(rows["grad reduce-scatter / all-reduce"].calls)  # each bucket once
+
+
+@pytest.mark.parametrize("framework", ["torchtitan", "megatron"])
+def test_a_group_the_experts_cannot_split_over_is_refused(run_cli, client, tmp_path, framework):
+    """M2a: ep 8 with a group of 4 (tp 1): torchtitan needs ep | dp_shard x cp x tp = 4, Megatron-Core asserts the
+    expert data-parallel size 8 divides by the 16 optimizer instances. One line naming shard_group."""
+    ask = {**MOE, "framework": framework, "ep": 8, "tp": 1, "shard_group": 4}
+    four_door_refusal(run_cli, client, tmp_path, "train", "training", ask, "shard_group",
+                      "the experts are sharded within it: shard group x tp must be a multiple of etp x ep (ep 8 ")
+    code, _, err = run_cli("memory", "--model", "deepseek-v2-lite", "--gpus", "64", "--ep", "8", "--zero", "3",
+                           "--shard-group", "4", "--framework", framework)
+    assert code == 2 and err.startswith("error: shard_group: got 4; the experts are sharded within it: shard group "
+                                        "x tp = 4 must be a multiple of etp x ep = 8"), err
+
+
+def test_the_search_keeps_only_expert_layouts_the_group_splits():
+    """M2a: every layout of a free DeepSeek-V2-Lite search with a group of 2 has 2 x tp a multiple of etp x ep
+    (Megatron: etp = tp, so ep | 2); without the group some have ep 4 or 8 at tp 1."""
+    table = search(gpuplan.PlanInputs(**MOE, framework="megatron", shard_group=2)).all
+    assert len(table) and all((2 * table["tp"]) % (table["tp"] * table["ep"]) == 0)
+    free = search(gpuplan.PlanInputs(**MOE, framework="megatron")).all
+    assert any(free["ep"] > 2)
+
+
+def test_deepspeed_runs_no_mics_with_experts(run_cli, client, tmp_path):
+    """M2c: DeepSpeed refuses MiCS with MoE (engine.py@edaa722 L1904-1907): --ep 8 with a group refused; a free
+    search keeps ep 1 only."""
+    ask = {**MOE, "framework": "deepspeed", "ep": 8, "shard_group": 8}
+    four_door_refusal(run_cli, client, tmp_path, "train", "training", ask, "shard_group",
+                      "DeepSpeed runs no MiCS shard group with expert parallelism: give --ep 1, or leave the shard "
+                      "group out")
+    table = search(gpuplan.PlanInputs(**MOE, framework="deepspeed", shard_group=8)).all
+    assert len(table) and set(int(e) for e in table["ep"]) == {1}
+
+
+def test_fsdp2_all_reduces_across_every_micro_batch_with_the_embedding_unit():
+    """M3: torchtitan, 256 sequences on 64 ranks at micro-batch 1: 4 micro-batches. FSDP2 all-reduces each
+    block's shard after every reduce-scatter: 16 blocks x 4 = 64 calls of (1,235,814,400 - 262,668,288) x 4 B / 8 /
+    16 = 30,410,816 B; the embedding unit (262,668,288 parameters) its own 4 calls of 262,668,288 x 4 / 8 =
+    131,334,144 B, exposed whole."""
+    inputs = gpuplan.PlanInputs(**{**ASK, "global_batch": 256}, **FIXED, framework="torchtitan", shard_group=8)
+    ev = evaluator_for(inputs)
+    plan = evaluate_layout(ev, ParallelLayout(dp=64, zero=3, micro_batch=1, global_batch=256), "none", 64)
+    rows = _dp_rows(plan)
+    across, emb = rows["HSDP all-reduce"], rows["embedding unit HSDP all-reduce (FSDP2)"]
+    assert float(across.calls) == 64 == float(rows["grad reduce-scatter / all-reduce"].calls)
+    assert float(across.bytes_per_call) == 30_410_816
+    assert float(emb.calls) == 4 and float(emb.bytes_per_call) == 131_334_144
+    one = float(K.collective_seconds("all_reduce", 131_334_144, ev.cluster.group(8, 8)))
+    assert float(emb.total) == float(emb.exposed) == pytest.approx(4 * one, rel=1e-12)
+
+
+def test_megatron_hides_the_reduce_scatter_and_the_all_reduce_as_one_stream():
+    """S1: Megatron ZeRO-1, seq 1,024, 64 sequences on 64 ranks, a group of 8: the reduce-scatter and the
+    inter-instance all-reduce run one after the other on one stream, so together they hide behind at most one
+    micro-batch's backward (2/3 of its compute; 1% for the window's extras)."""
+    inputs = gpuplan.PlanInputs(**ASK, seq_len=1024, tp=1, pp=1, zero=1, micro_batch=1, recompute="none",
+                                framework="megatron", shard_group=8)
+    plan = evaluate_layout(evaluator_for(inputs), ParallelLayout(dp=64, zero=1, micro_batch=1, global_batch=64),
+                           "none", 64)
+    rows = _dp_rows(plan)
+    pair = (rows["grad reduce-scatter / all-reduce"], rows["HSDP all-reduce"])
+    hidden = sum(float(r.total) - float(r.exposed) for r in pair)
+    assert 0 < hidden <= 1.01 * 2 / 3 * float(plan.step.compute)
+    assert float(rows["HSDP all-reduce"].calls) == float(pair[0].calls)  # once a step, each bucket
+
+
+def test_memory_names_each_frameworks_stages_without_zero(run_cli):
+    """M4: hf's memory default is ZeRO 0; the refusal names the Trainer's HYBRID_SHARD stages, 2 or 3, and those
+    run; ZeRO 1 is refused with the same list."""
+    base = ("memory", "--model", "llama-3.2-1b", "--gpus", "64", "--framework", "hf", "--shard-group", "8")
+    code, _, err = run_cli(*base)
+    assert code == 2 and err == ("error: shard_group: got 8; shards model states within groups (HSDP): give --zero "
+                                 "2 or 3; ZeRO 0 replicates them on every rank\n"), err
+    code, _, err = run_cli(*base, "--zero", "1")
+    assert code == 2 and "runs a shard group with ZeRO 2 or 3 only (not 1): give --zero 2 or 3" in err, err
+    assert run_cli(*base, "--zero", "2")[0] == 0
