@@ -24,6 +24,7 @@ from gpuplan.core.precision import check_recipe_runs_on
 from gpuplan.core.units import format_bytes
 from gpuplan.errors import InputError
 from gpuplan.jobs.calibrated_plan import check_calibrated_memory
+from gpuplan.schema.shard_group import shard_group_assumption
 from gpuplan.jobs.memory.assumptions import (
     compile_memory_assumption,
     memory_assumptions,
@@ -284,7 +285,9 @@ def estimate_memory(inputs: MemoryInputs) -> Report:
                                         calibrated_vs_default_lines(inputs.calibration)),)
     peak = M.peak_memory(spec, layout, settings)
     layout_text = (f"dp {layout.dp} x tp {layout.tp} x pp {layout.pp}" + (f" (vpp {layout.vpp})" if layout.vpp > 1 else "")
-                   + f" x cp {layout.cp}, ep {layout.ep}, ZeRO-{layout.zero}, micro-batch {layout.micro_batch}")
+                   + f" x cp {layout.cp}, ep {layout.ep}, ZeRO-{layout.zero}, micro-batch {layout.micro_batch}"
+                   + (f" (HSDP: shard {layout.shard_group})" if layout.shard_group and layout.shard_group
+                      < layout.dp * layout.cp else ""))  # as planner.plan's layout text names it
     check_calibrated_memory(inputs.calibration, peak, layout_text, gpu)  # not below the model states it holds
     peaks = {(layout, settings): peak.allocated}  # the verdicts below ask it again, per GPU
     gap = framework_gap(spec, layout, settings, overheads)
@@ -319,7 +322,7 @@ def estimate_memory(inputs: MemoryInputs) -> Report:
     headline = MEMORY_HEADLINE + tuple(line.key for line in advice)
     return in_device_words(Report("memory", f"Training memory: {spec.name} on {gpu.name}", report_inputs,
                   memory_assumptions(settings, overheads, spec.model_type, gpu, "framework" in inputs.given) + recipe_fact_assumptions(settings, inputs.given)
-                  + compile_memory_assumption(inputs), tuple(sections), _notes(spec, settings) + X.compared_note(
+                  + compile_memory_assumption(inputs) + shard_group_assumption(inputs, layout), tuple(sections), _notes(spec, settings) + X.compared_note(
                       settings.framework, "framework" in inputs.given, gpu, parts[1:]), (table,),
                   headline=headline, key_assumptions=("recompute", "margin") if rules_for(settings.framework).fixed_options
                   else ("recipe", "implementation", "margin"),  # llm.c: no recipe / implementation to choose

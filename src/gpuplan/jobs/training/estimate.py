@@ -52,7 +52,8 @@ def training_report(inputs: TrainingInputs, after_allowances: AfterAllowances | 
              f"{inputs.finetune} (rank {inputs.lora_rank}, frozen base)"),
     ) + ramp_input(inputs)
     report = Report("train", f"Training estimate: {spec.name} on {format_count(inputs.tokens)} tokens, {gpu.name}",
-                    report_inputs, S.assumptions(inputs, gpu, peak, time, spec.mtp_layers, asked), sections,
+                    report_inputs, S.assumptions(inputs, gpu, peak, time, spec.mtp_layers, asked,
+                                                 getattr(plan, "layout", None)), sections,
                     ((time.deadline_note,) if time.deadline_note else ()) + S.notes(spec, counts, flops, inputs, plan, asked, time),
                     headline=TRAINING_HEADLINE,
                     key_assumptions=("mfu", "comm_allowance", "peak"))

@@ -243,9 +243,10 @@ def _peak_lines(plan: Plan, inputs: TrainingInputs) -> tuple[Line, Line]:
 
 
 def assumptions(inputs: TrainingInputs, gpu, peak: float, time: TimeEstimate,
-                mtp_layers: int = 0, asked: TrainingInputs | None = None) -> tuple[Assumption, ...]:
+                mtp_layers: int = 0, asked: TrainingInputs | None = None, layout=None) -> tuple[Assumption, ...]:
     """Every assumption with its source; '(set)' (user_set) only on what the user gave (``asked``:
-    the inputs before predicted mode replaced the allowance and the FLOPs method)."""
+    the inputs before predicted mode replaced the allowance and the FLOPs method; ``layout``: the plan's, whose
+    dp x cp the shard group's line names)."""
     asked = asked or inputs
     low, mid, high = comm_range(inputs)
     budget = time.expected
@@ -294,7 +295,7 @@ def assumptions(inputs: TrainingInputs, gpu, peak: float, time: TimeEstimate,
                                                                      gpu), "; ".join(inputs.profile.sources[:2]),
                    "--framework", "framework" in inputs.given),
     ) + mtp_assumption(mtp_layers, "mtp_layers" in inputs.given) + compile_assumption(inputs) + tp_comm_dtype_assumption(
-        inputs) + partition_activations_assumption(inputs) + shard_group_assumption(inputs)  # HSDP (schema.shard_group)
+        inputs) + partition_activations_assumption(inputs) + shard_group_assumption(inputs, layout)  # HSDP
 
 
 def notes(spec, counts, flops: Flops, inputs: TrainingInputs, plan: Plan,
