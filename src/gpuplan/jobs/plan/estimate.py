@@ -25,7 +25,8 @@ from gpuplan.schema.tpu_rules import framework_shown, in_device_words, is_tpu
 from gpuplan.jobs.plan.schema import PlanInputs
 from gpuplan.jobs.plan.deadline import deadline_of, rank_by_of
 from gpuplan.jobs.plan import search as plan_search  # called through the module: a patched search is seen
-from gpuplan.jobs.plan.fallbacks_told import idle_reason, plan_counts_without_layout, plan_fallback_note
+from gpuplan.jobs.plan.fallbacks_told import (group_count_note, idle_reason, plan_counts_without_layout,
+                                           plan_fallback_note)
 from gpuplan.jobs.plan.search import PlanSearch, chosen_plan, idle_told
 from gpuplan.jobs.training.batch_ramp import ramp_input, ramp_line, ramp_notes, ramp_on
 from gpuplan.planner.plan import (Plan, layout_text, ranked_cost, ranked_seconds_per_token, ranking,
@@ -243,7 +244,7 @@ def plan_report(inputs: PlanInputs, progress=None) -> Report:
                      + (f"; ranked by {RANKED[rank_by]}" if inputs.explain else ""),)  # layouts table
                   + assumed_host_note(gpu, inputs.gpus_per_node)  # H100 NVL's server of pairs on PCIe
                   + _point_fastest_note(table, best, rank_by, layout_of)
-                  + plan_fallback_note(without_layout, result)  # a count asked with no layout
+                  + plan_fallback_note(without_layout, result) + group_count_note(result.limits, plan, inputs.gpus)
                   + tuple(n for n in spec.notes if n not in budget.notes)  # the model's own (a VLM's tower left out)
                   + caveats + budget.notes + ramp_notes(ramp, plan, inputs) + _untimed_note(table, front[:20]),
                   tables + budget.tables, headline=PLAN_HEADLINE,

@@ -33,7 +33,9 @@ def no_layout_causes(limits) -> str:
     """What allows no layout on a count, in words, from binding_asks: 'the global batch, the degrees given and the
     framework's rules', down to 'the framework's rules' where neither ask binds."""
     exact, fixed = binding_asks(limits)
-    named = [w for w, holds in (("the global batch", exact), ("the degrees given", fixed)) if holds]
+    group = getattr(limits, "shard_group", None)  # HSDP: it must divide dp x cp and split the experts (R1 S3)
+    named = [w for w, holds in (("the global batch", exact), ("the degrees given", fixed),
+                                (f"the shard group of {group or 0:,}", group is not None)) if holds]
     return ", ".join(named) + (" and " if named else "") + "the framework's rules"
 
 
@@ -42,15 +44,34 @@ def fallback_note(asked: tuple[int, ...], used: tuple[int, ...], target: float, 
     and cost count the GPUs used, not the idle ones: jobs.plan.estimate best_gpu_hours, jobs.training.sections)."""
     exact, fixed = binding_asks(limits)
     batch = f" runs a {target:,.0f}-sequence global batch" if exact else " exists"
-    given = " with the degrees given" if fixed else ""
+    group = getattr(limits, "shard_group", None)  # HSDP: a cause the note names (R1 S7: --shard-group 3 on 64)
+    degrees = " with the degrees given" if fixed else ""
+    given = degrees + (f" with the shard group of {group:,}" if group else "")
     shown = sorted(asked)  # the first five by name, then how many more (256 odd counts made a 2,496-character note)
     more = f" and {len(shown) - 5:,} more counts" if len(shown) > 5 else ""
     names = " / ".join(f"{c:,}" for c in shown[:5]) + " GPUs" + more
+    if not used:  # no smaller count stands in for them: the answer is on the other counts asked (R1 S3)
+        return (f"no layout{degrees}{batch} on {names} ({no_layout_causes(limits)} allow none there), and no smaller "
+                f"count answers for {'it' if len(asked) == 1 else 'them'}: the answer is on the other counts asked")
     layouts, run = ("the layout", "runs") if len(used) == 1 else ("the layouts", "run")
     where = (f"{used[0]:,} GPUs" if len(used) == 1 else
-             f"{len(used):,} smaller counts ({min(used):,} to {max(used):,} GPUs)") if used else "smaller counts"
+             f"{len(used):,} smaller counts ({min(used):,} to {max(used):,} GPUs)")
     return (f"no layout{given}{batch} on {names}: {layouts} answering for {'it' if len(asked) == 1 else 'them'} "
             f"{run} on {where}, the rest left idle (GPU-hours and cost count the GPUs used)")
+
+
+def group_count_note(limits, plan, gpus_given) -> tuple[str, ...]:
+    """A note where the shard group given (``limits.shard_group``) is the answer's whole dp x cp (``plan``:
+    planner.plan.Plan): one replica, plain sharding, and (no --gpus: ``gpus_given`` None) the group set the GPU
+    count, the search keeping only counts whose dp x cp it divides (R1 S7: plan --days 5 --shard-group 65536
+    answered 65,536 GPUs at 0.5% MFU without a word)."""
+    group = getattr(limits, "shard_group", None)
+    if group is None or plan is None or plan.layout.dp * plan.layout.cp != group or group == 1:
+        return ()
+    why = "set the GPU count: it " if gpus_given is None else ""
+    return (f"the shard group of {group:,} {why}is all of the answer's data-parallel ranks (dp x cp = "
+            f"{group:,} on {plan.gpus:,} GPUs): one replica, plain sharding, no HSDP; only layouts whose dp x cp it "
+            "divides are searched (give a smaller --shard-group for HSDP)",)
 
 
 def plan_counts_without_layout(given: tuple[int, ...] | None, result: PlanSearch) -> tuple[int, ...]:
