@@ -61,11 +61,23 @@ class CheckpointSize:
         return self.total / max(self.params, 1.0)
 
 
-def checkpoint_writers(gpus: int, zero: int, model_parallel: int = 1) -> int:
+def checkpoint_writers(gpus: int, zero: int, model_parallel: int = 1, writer_group: int | None = None) -> int:
     """Ranks holding distinct state: with ZeRO >= 1 (or FSDP) optimizer states are sharded over
-    every rank, so all write (torch DCP / Megatron distributed checkpointing); with plain DDP
-    one data-parallel replica (tp x pp ranks) holds everything."""
+    every rank, so all write (torch DCP / Megatron distributed checkpointing: DCP's dedup_save_plans spreads a
+    replicated item over the plans, so an HSDP job's ranks all write too); with plain DDP one data-parallel
+    replica (tp x pp ranks) holds everything; ``writer_group`` (mics_writer_group): only that many data-parallel
+    ranks of each model-parallel position write."""
+    if zero >= 1 and writer_group:
+        return max(1, min(int(gpus), writer_group * model_parallel))
     return max(1, int(gpus) if zero >= 1 else min(int(gpus), model_parallel))
+
+
+def mics_writer_group(framework: str, shard_group: int | None) -> int | None:
+    """The data-parallel ranks that write a DeepSpeed MiCS checkpoint: its first shard group only -- the engine
+    saves ZeRO state where the rank in the optimizer's dp_process_group equals the data-parallel rank
+    (engine.py@edaa722 L1591-1596), and MiCS_Optimizer sets that group to the shard group (zero/mics.py@edaa722
+    L390), each writer holding total / shard. None for another framework or no group (every rank writes)."""
+    return shard_group if framework == "deepspeed" and shard_group else None
 
 
 def checkpoint_size(spec: ModelSpec, recipe: PrecisionRecipe, optimizer: OptimizerSpec,

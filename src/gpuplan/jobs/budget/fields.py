@@ -154,6 +154,7 @@ class BudgetFields(JobInputs):
 
     def budget_settings(self):
         """The budget assumptions as core-facing BudgetSettings."""
+        from gpuplan.core.economics.checkpoint import mics_writer_group
         from gpuplan.jobs.budget.model import BudgetSettings
 
         gb = 1e9
@@ -174,4 +175,6 @@ class BudgetFields(JobInputs):
             provider=self.provider, price=self.price, spot_price=self.spot_price, spot_discount=self.spot_discount,
             spot_preemptions=self.spot_preemption, contingency=shares, eval_interval=self.eval_interval,
             eval_iters=self.eval_iters if self.eval_iters is not None or self.eval_interval is None else
-            DEFAULT_EVAL_ITERS, eval_ramp=self._eval_ramp())
+            DEFAULT_EVAL_ITERS, eval_ramp=self._eval_ramp(),
+            checkpoint_writer_group=mics_writer_group(getattr(self, "framework", ""),
+                                                      getattr(self, "shard_group", None)))  # MiCS: its first group

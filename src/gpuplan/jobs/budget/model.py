@@ -54,6 +54,9 @@ class BudgetSettings:
     """Seconds of training between checkpoints; None = Young/Daly optimum."""
     async_checkpoint: bool = False
     keep_checkpoints: int = C.DEFAULT_KEEP_CHECKPOINTS
+    checkpoint_writer_group: int | None = None
+    """Data-parallel ranks whose model-parallel ranks write the checkpoint (None: every rank, under ZeRO >= 1):
+    DeepSpeed's MiCS shard group (core.economics.checkpoint.mics_writer_group)."""
     host_copy: float = C.DEFAULT_HOST_COPY_BYTES_PER_S
     """Device-to-host bytes/s per GPU (async checkpoint staging)."""
     failure_rate: float = R.DEFAULT_FAILURE_RATE
@@ -263,7 +266,7 @@ def scenario(run: RunFacts, s: BudgetSettings, gpus: float, rate: float | None =
     """Checkpointing and failures for ``gpus`` GPUs doing the run's work (work scales as 1/GPUs)."""
     nodes = IO.nodes_for(gpus, run.devices_per_node)
     work = (run.wall_seconds + run.eval_seconds) * run.gpus / gpus  # evaluations: forward work, failures hit it too
-    writers = C.checkpoint_writers(int(round(gpus)), run.zero, run.model_parallel)
+    writers = C.checkpoint_writers(int(round(gpus)), run.zero, run.model_parallel, s.checkpoint_writer_group)
     # the table's recipe, not --grad-dtype / --moment-dtype's: gradients are not saved, and Megatron's distributed
     # checkpoint writes a precision-aware optimizer's bf16 moments as fp32 (distrib_optimizer.py
     # _get_main_param_and_optimizer_states: optimizer.get_unscaled_state(), which TE's FusedAdam returns .float())

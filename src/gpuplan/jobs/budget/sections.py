@@ -125,7 +125,9 @@ def checkpoint_section(run: RunFacts, s: BudgetSettings, sc: Scenario) -> Sectio
         Line("ckpt_bytes_total", "checkpoint size", size.total, "bytes", _gb(size.total),
              f"{bpp:g} B/param: weights + master + optimizer (gradients are not saved)"),
         Line("ckpt_writers", "ranks writing a shard", size.writers, "ranks", f"{size.writers:,}",
-             "every rank (ZeRO/FSDP shards states)" if run.zero >= 1 else "one replica: tp x pp ranks (DDP)"),
+             (f"DeepSpeed MiCS: the first shard group's {s.checkpoint_writer_group:,} data-parallel ranks x tp x pp "
+              "(engine.py@edaa722 L1591-1596)" if s.checkpoint_writer_group else "every rank (ZeRO/FSDP shards states)")
+             if run.zero >= 1 else "one replica: tp x pp ranks (DDP)"),
         Line("ckpt_shard_bytes", "shard per writing rank", size.shard, "bytes", _gb(size.shard), "size / writers"),
         Line("ckpt_write_bandwidth", f"write bandwidth ({kind})", sc.write_bandwidth, "bytes/s", _rate(sc.write_bandwidth),
              "min(writer nodes x node link, nodes x shared bandwidth / node)"),
