@@ -291,19 +291,23 @@ def stage_list(stages) -> str:
     return ", ".join(map(str, stages[:-1])) + " or " * (len(stages) > 1) + str(stages[-1])
 
 
-def shard_group_refusal(framework: str, zero: int | None, shard_group: int, cp: int | None = None) -> str | None:
+def shard_group_refusal(framework: str, zero: int | None, shard_group: int) -> str | None:
     """Why ``framework`` cannot run ZeRO ``zero`` (None: not given) with ``shard_group`` (what is valid), or None.
-    torchtitan shards over dp_shard x cp: cp divides the group (parallel_dims.py@b5bcd76 L281)."""
+    A group of 1 shards nothing: every rank keeps whole states and all-reduces the gradients, DDP (torchtitan runs
+    dp_shard 1 as replicate, parallel_dims.py@b5bcd76; accelerate's ParallelismConfig calls it invalid,
+    parallelism_config.py@16cb6eb8 L61-65): refused naming --zero 0 (R1 N6). torchtitan's dp_shard x cp needs no
+    check here: torchtitan with cp > 1 is refused first (FlexAttention), R1 N5."""
     stages = HSDP_ZERO_STAGES.get(framework, HSDP_ZERO_STAGES["generic"])
     if not stages:
         return f"--framework {framework} has no hybrid sharding (llm.c shards ZeRO-1 over every rank): leave it out"
     valid = stage_list(stages)
     if zero == 0:
         return f"shards model states within groups (HSDP): give --zero {valid}; ZeRO 0 replicates them on every rank"
+    if shard_group == 1:
+        return ("a group of 1 shards nothing (every rank keeps whole states and all-reduces the gradients: DDP): "
+                "give --zero 0 without a shard group, or a group of 2 or more")
     if zero is not None and zero not in stages:
         return f"--framework {framework} runs a shard group with ZeRO {valid} only (not {zero}): give --zero {valid}"
-    if framework == "torchtitan" and cp and shard_group % cp:
-        return f"torchtitan shards over dp_shard x cp: give a multiple of --cp {cp}"
     return None
 
 

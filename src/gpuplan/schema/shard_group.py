@@ -9,7 +9,7 @@ field: ZeRO 1 or more (ZeRO 0 shards nothing), and the stages the framework runs
 (planner.framework_rules.HSDP_ZERO_STAGES: torchtitan's HSDP, Megatron-Core's distributed-optimizer instances and
 Megatron-FSDP, DeepSpeed's MiCS, the Trainer's HYBRID_SHARD). That it divides dp x cp is checked where dp is known:
 `memory` (core.parallel.check_layout) and the planner, which keeps the layouts it divides (planner.space) and says
-so when none is left (jobs.plan.search).
+so when none is left (planner.shard_group_refusal). A group of 1 is refused (DDP in effect).
 """
 
 from __future__ import annotations
@@ -21,14 +21,14 @@ from gpuplan.schema import vocabulary as V
 from gpuplan.schema.partition_activations import PartitionActivationsFields
 
 
-def check_shard_group(framework: str, zero: int | None, shard_group: int | None, cp: int | None = None) -> None:
+def check_shard_group(framework: str, zero: int | None, shard_group: int | None) -> None:
     """InputError naming shard_group where ``framework`` does not run ZeRO ``zero`` (None: the planner's choice)
     with a shard group (planner.framework_rules.shard_group_refusal)."""
     from gpuplan.planner.framework_rules import shard_group_refusal
 
     if shard_group is None:
         return
-    why = shard_group_refusal(framework, zero, shard_group, cp)
+    why = shard_group_refusal(framework, zero, shard_group)
     if why is not None:
         raise InputError("shard_group", shard_group, why)
 
@@ -40,8 +40,7 @@ class ShardGroupFields(PartitionActivationsFields):
 
     @model_validator(mode="after")
     def _shard_group_rules(self) -> "ShardGroupFields":
-        check_shard_group(getattr(self, "framework", "generic"), getattr(self, "zero", None), self.shard_group,
-                          getattr(self, "cp", None))
+        check_shard_group(getattr(self, "framework", "generic"), getattr(self, "zero", None), self.shard_group)
         return self
 
 
