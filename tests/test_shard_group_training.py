@@ -318,3 +318,66 @@ def test_memory_names_each_frameworks_stages_without_zero(run_cli):
     code, _, err = run_cli(*base, "--zero", "1")
     assert code == 2 and "runs a shard group with ZeRO 2 or 3 only (not 1): give --zero 2 or 3" in err, err
     assert run_cli(*base, "--zero", "2")[0] == 0
+
+
+# --- R1's S2-S4, S7, N2, N6 ---
+
+
+def test_memory_names_the_group_in_its_layout_and_assumptions():
+    """S2: memory's layout line and its assumptions say the group, as train / plan do."""
+    report = gpuplan.estimate_memory(gpuplan.MemoryInputs(model="llama-3.2-1b", gpus=64, zero=3, shard_group=8))
+    assert report.line("layout").value.endswith("ZeRO-3, micro-batch 1 (HSDP: shard 8)"), report.line("layout")
+    (group,) = [a for a in report.assumptions if a.key == "shard_group"]
+    assert "8 replica(s) of dp x cp = 64" in group.value and group.user_set
+
+
+def test_train_states_the_replicas_of_its_layout():
+    """N2: train's assumption names the layout's dp x cp (64 / 8 = 8 replicas), not 'dp x cp / shard group'."""
+    train = gpuplan.estimate_training(gpuplan.TrainingInputs(**ASK, **FIXED, mfu="predicted", shard_group=8))
+    (group,) = [a for a in train.assumptions if a.key == "shard_group"]
+    assert "8 replica(s) of dp x cp = 64" in group.value, group.value
+
+
+def test_a_count_no_layout_answers_for_is_not_told_smaller_counts(run_cli):
+    """S3: on 8, 64 and 512 GPUs a group of 64 leaves 8 without a layout and no smaller count stands in for it: the note
+    names the group as the cause and says the answer is on the other counts asked."""
+    code, out, err = run_cli("plan", "--model", "llama-3-8b", "--gpu", "h100", "--gpus", "8,64,512", "--tokens", "1T",
+                             "--shard-group", "64")
+    assert code == 0, err
+    assert ("note: no layout exists on 8 GPUs (the shard group of 64 and the framework's rules allow none there), and "
+            "no smaller count answers for it: the answer is on the other counts asked") in out, out
+    assert "run on smaller counts" not in out
+
+
+def test_a_group_that_sets_the_count_says_so(run_cli):
+    """S7: a group of 3 on 64 GPUs: the answer runs 63 and the note names the group; a group that is the answer's whole
+    dp x cp says one replica, no HSDP (64 on 64 GPUs given)."""
+    code, out, err = run_cli("plan", "--model", "llama-3-8b", "--gpu", "h100", "--gpus", "64", "--tokens", "1T",
+                             "--shard-group", "3")
+    assert code == 0 and "note: no layout with the shard group of 3 exists on 64 GPUs: " in out, err + out
+    code, out, err = run_cli("plan", "--model", "llama-3-8b", "--gpu", "h100", "--gpus", "64", "--tokens", "1T",
+                             "--tp", "1", "--pp", "1", "--shard-group", "64")
+    assert code == 0 and ("note: the shard group of 64 is all of the answer's data-parallel ranks (dp x cp = 64 on 64 "
+                          "GPUs): one replica, plain sharding, no HSDP") in out, err + out
+
+
+def test_mics_checkpoints_are_written_by_the_first_shard_group():
+    """S4: DeepSpeed MiCS saves ZeRO state where the shard-group rank equals the data-parallel rank (engine.py@edaa722
+    L1591-1596): 8 of 64 ranks (tp 1, pp 1) write, each total / 8; torchtitan's DCP spreads over all 64."""
+    from gpuplan.core.economics.checkpoint import checkpoint_writers, mics_writer_group
+
+    assert checkpoint_writers(512, 3, 2, mics_writer_group("deepspeed", 128)) == 256  # 128 x tp 2
+    assert mics_writer_group("torchtitan", 8) is None and mics_writer_group("deepspeed", None) is None
+    ask = {**ASK, **FIXED, "mfu": "predicted", "shard_group": 8}
+    mics = gpuplan.estimate_budget(gpuplan.BudgetInputs(**ask, framework="deepspeed"))
+    titan = gpuplan.estimate_budget(gpuplan.BudgetInputs(**ask, framework="torchtitan"))
+    assert mics.value("ckpt_writers") == 8 and titan.value("ckpt_writers") == 64
+    assert mics.value("ckpt_shard_bytes") == pytest.approx(mics.value("ckpt_bytes_total") / 8, rel=1e-12)
+
+
+@pytest.mark.parametrize("job,route", [("train", "training"), ("plan", "plan"), ("budget", "budget")])
+def test_a_group_of_one_is_refused_as_ddp(run_cli, client, tmp_path, job, route):
+    """N6: a group of 1 shards nothing (DDP): refused at every door naming --zero 0."""
+    four_door_refusal(run_cli, client, tmp_path, job, route, {**ASK, "shard_group": 1}, "shard_group",
+                      "a group of 1 shards nothing (every rank keeps whole states and all-reduces the gradients: DDP): "
+                      "give --zero 0 without a shard group, or a group of 2 or more")
