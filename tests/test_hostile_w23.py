@@ -37,6 +37,11 @@ Found, each fixed where every door passes (one line naming the field, exit 2):
     more GPUs, a smaller format or a larger GPU: it now says 'NO (weights and LoRA slots exceed it)' and the note
     adds fewer or lower-rank slots with their GB a GPU, where the weights without the slots would fit
     (jobs/inference/memory_report.py, jobs/inference/estimate._notes).
+(7) a Qwen2 / Qwen3 / Qwen2-MoE config.json with use_sliding_window true and no layer_types was read as sliding on
+    every layer, where transformers' config classes slide only layers i >= max_window_layers (Qwen2 / Qwen3, default
+    28: a 28-layer model has none) or every other layer below it (Qwen2-MoE): a 32K-context ask was costed with a
+    4,096-token window on layers that attend to everything. adapters/window_layers.default_layer_types builds the list
+    as each class does (a list with no sliding layer is windowless).
 """
 
 import json
@@ -256,3 +261,42 @@ def test_6_without_rps_the_memory_answer_names_the_slots(run_json):
     big_lines = {line["key"]: line for section in big["sections"] for line in section["lines"]}
     assert big_lines["fits"]["text"] == "NO (weights alone exceed it)"
     assert not any("LoRA slots" in note for note in big["notes"]), big["notes"]
+
+
+# ---- (7) which layers slide: as each config class builds layer_types ----------------------------------------------
+
+QWEN = {"model_type": "qwen2", "hidden_size": 1024, "num_hidden_layers": 8, "num_attention_heads": 16,
+        "num_key_value_heads": 2, "intermediate_size": 4096, "vocab_size": 1000, "max_position_embeddings": 32768,
+        "use_sliding_window": True, "sliding_window": 4096}
+QWEN_MOE = {"num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 512}
+
+
+@pytest.mark.parametrize("model_type, extra, max_window_layers, sliding", [
+    ("qwen2", {}, 6, (6, 7)),  # configuration_qwen2.py@5.25.0 L87-93: i >= max_window_layers
+    ("qwen3", {}, 6, (6, 7)),
+    ("qwen2", {}, None, ()),  # the default 28 of an 8-layer model: no sliding layer, no window
+    ("qwen2_moe", {**QWEN_MOE, "shared_expert_intermediate_size": 512}, 6, (0, 2, 4)),  # (i + 1) % 2 and i < 6
+    ("qwen3_moe", QWEN_MOE, 6, tuple(range(8))),  # one window on every layer (modeling_qwen3_moe.py L149)
+    ("mistral", {}, 6, tuple(range(8))),
+])
+def test_7_sliding_layers_are_those_transformers_builds(model_type, extra, max_window_layers, sliding):
+    """Checked against transformers 5.25.0 here (Qwen2Config(num_hidden_layers=8, use_sliding_window=True,
+    sliding_window=4096, max_window_layers=6).layer_types and its siblings) when writing this test."""
+    from gpuplan.adapters.hf_config import model_spec_from_hf_config
+
+    config = {**QWEN, **extra, "model_type": model_type}
+    if max_window_layers is not None:
+        config["max_window_layers"] = max_window_layers
+    spec = model_spec_from_hf_config(config)
+    if not sliding:
+        assert spec.sliding_window is None and spec.layer_types == ()
+        return
+    assert spec.sliding_window == 4096
+    assert spec.layer_types == tuple("sliding" if i in sliding else "full" for i in range(8))
+
+
+def test_7_a_malformed_max_window_layers_is_refused(run_cli, tmp_path):
+    path = tmp_path / "qwen.json"
+    path.write_text(json.dumps({**QWEN, "max_window_layers": -1}), encoding="utf-8")
+    assert field_refusal(run_cli("memory", "--model", str(path), "--gpu", "h100"), f"{path}: max_window_layers") == \
+        f"error: {path}: max_window_layers: got -1; must be a whole number >= 0\n"

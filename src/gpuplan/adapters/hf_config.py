@@ -38,6 +38,7 @@ from gpuplan.adapters.config_fields import (
     yarn_attention_factor,
 )
 from gpuplan.adapters.quant_fields import check_quantization_config
+from gpuplan.adapters.window_layers import WINDOW_PATTERN, default_layer_types
 from gpuplan.core.model.spec import AttentionSpec, MLPSpec, ModelSpec, MoESpec
 from gpuplan.errors import InputError, printable
 
@@ -117,10 +118,6 @@ _BIGCODE_DEFAULTS = {"n_positions": 1024, "activation_function": "gelu_pytorch_t
 CONFIG_DEFAULTS: dict[str, dict[str, Any]] = {"gemma3": _GEMMA3_DEFAULTS, "gemma3_text": _GEMMA3_DEFAULTS,
                                               "gpt2": _GPT2_DEFAULTS, "gpt_bigcode": _BIGCODE_DEFAULTS,
                                               "olmo3": {"sliding_window": 4096}, "gpt_oss": {"sliding_window": 128}}
-WINDOW_PATTERN = {"gemma2": 2, "olmo3": 4, "gpt_oss": 2}
-"""Every n-th layer full (global), the rest sliding, where config.json gives no layer_types: Gemma 2 alternates;
-OLMo 3's and GPT-OSS's configs default layer_types to 'sliding_attention' unless (i + 1) % 4 (OLMo 3) / % 2
-(GPT-OSS) is 0 (configuration_olmo3.py@5.25.0 L92-95, configuration_gpt_oss.py@5.25.0 L84-87)."""
 
 
 def text_config(config: dict[str, Any]) -> dict[str, Any]:
@@ -246,11 +243,8 @@ def _layer_types(cfg: dict[str, Any], num_layers: int) -> tuple[int | None, tupl
         return None, ()
     if types:
         return window, tuple("sliding" if "sliding" in t else "full" for t in types)
-    pattern = WINDOW_PATTERN.get(cfg.get("model_type")) or (
-        int_field(cfg, "sliding_window_pattern") if cfg.get("sliding_window_pattern") else None)
-    if pattern:  # Gemma: every pattern-th layer is global
-        return window, tuple("full" if (i + 1) % pattern == 0 else "sliding" for i in range(num_layers))
-    return window, ("sliding",) * num_layers
+    kinds = default_layer_types(cfg, num_layers)  # as the type's config class builds them
+    return (window, kinds) if "sliding" in kinds else (None, ())
 
 
 def model_spec_from_hf_config(config: dict[str, Any], name: str = "custom", source: str = "",
