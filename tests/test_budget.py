@@ -233,7 +233,7 @@ ALTERNATIVES = dict(storage="local_nvme", checkpoint_storage="object_store", sto
                     keep_checkpoints=3, host_copy=50e9, failure_rate=3e-5, restart_seconds=300.0, provider="aws",
                     price=2.0, spot_price=1.0, spot_discount=0.5, spot_preemptions=0.05,
                     contingency=(("restarts", 0.1),), eval_interval=1000, eval_iters=10,
-                    eval_ramp=((1e9, 524288.0),))
+                    eval_ramp=((1e9, 524288.0),), checkpoint_writer_group=8)
 
 
 def test_no_setting_is_hidden_from_the_assumptions():

@@ -317,7 +317,11 @@ def budget_assumptions(settings: BudgetSettings | None = None, global_batch_toke
                        llama2 if not global_batch_tokens else "the layout's: the batch asked, rounded to a multiple "
                        "of dp" if batch_asked else f"the layout's: {llama2} by default, rounded to a multiple of dp",
                        "--global-batch / --seq-len", batch_asked)
-    rows = _data_assumptions(s) + _failure_and_money_assumptions(s)
+    rows = _data_assumptions(s) + _failure_and_money_assumptions(s) + ([(  # only where MiCS sets it (R1 S4)
+        "checkpoint_writers", "checkpoint writers",
+        f"DeepSpeed MiCS: the first shard group, {s.checkpoint_writer_group:,} data-parallel ranks x tp x pp",
+        "engine.py@edaa722 L1591-1596, zero/mics.py L390 (else every rank at ZeRO >= 1)",
+        "--framework deepspeed --shard-group", ("checkpoint_writer_group",))] if s.checkpoint_writer_group else [])
     return (batch,) + tuple(Assumption(f"budget_{key}", label, value, source, flag, bool(user & set(names)))
                             for key, label, value, source, flag, names in rows) + (evaluation_assumption(s),)
 
