@@ -381,3 +381,21 @@ def test_a_group_of_one_is_refused_as_ddp(run_cli, client, tmp_path, job, route)
     four_door_refusal(run_cli, client, tmp_path, job, route, {**ASK, "shard_group": 1}, "shard_group",
                       "a group of 1 shards nothing (every rank keeps whole states and all-reduces the gradients: DDP): "
                       "give --zero 0 without a shard group, or a group of 2 or more")
+
+
+def test_megatron_distributed_optimizer_instances_by_hand():
+    """S6: Megatron ZeRO-1 with 8 instances of 8 on 64 ranks, 4 micro-batches a step: bf16 weights 2 B and fp32 grads
+    4 B a parameter whole, master 4 / 8 = 0.5 B and moments 8 / 8 = 1 B; the gradients reduce-scattered within an
+    instance (4 B x P = 4,943,257,600 B in 10 buckets) and each rank's shard all-reduced across the 8 instances once a
+    step, not once a micro-batch: 4 B x P / 8 = 617,907,200 B."""
+    inputs = gpuplan.PlanInputs(**{**ASK, "global_batch": 256}, tp=1, pp=1, zero=1, micro_batch=1, recompute="none",
+                                framework="megatron", shard_group=8)
+    plan = evaluate_layout(evaluator_for(inputs), ParallelLayout(dp=64, zero=1, micro_batch=1, global_batch=256),
+                           "none", 64)
+    m = plan.memory
+    assert (m.weights, m.grads, m.master, m.optimizer) == (2 * PARAMS, 4 * PARAMS, 4 * PARAMS / 8, 8 * PARAMS / 8)
+    rows = _dp_rows(plan)
+    grads, across = rows["grad reduce-scatter / all-reduce"], rows["HSDP all-reduce"]
+    assert float(grads.calls) * float(grads.bytes_per_call) == 4 * PARAMS == 4_943_257_600
+    assert float(across.calls) * float(across.bytes_per_call) == 4 * PARAMS / 8 == 617_907_200
+    assert float(across.calls) == float(grads.calls) == 10  # each bucket once a step (4 micro-batches)
