@@ -381,7 +381,8 @@ def _exposed(settings, totals, rs_one, ag_one, units, zero, per_mb, micro_batche
     gather = O.interleaved_exposed(totals["weights"], units, fwd, s, vpp, pp) if settings.param_gather.overlapped \
         else totals["weights"]
     weights = np.where(zero3, fsdp, gather)
-    across = O.bucketed_exposed(totals["across"], units, bwd, s)
+    ar_mbs = np.where(per_mb & (settings.dp_schedule == "fsdp2"), micro_batches, 1)  # FSDP2: each micro-batch's own
+    across = ar_mbs * O.bucketed_exposed(totals["across"] / ar_mbs, units, bwd, s)  # backward hides its all-reduces
     if settings.dp_schedule == "megatron":  # the reduce-scatter, then the all-reduce, on one NCCL stream (
         # param_and_grad_buffer.py@core_v0.16.0 L399-404, L410-418): hidden together; FSDP's all-reduce has its own
         both = O.interleaved_exposed(totals["grads"] + totals["across"], units, bwd, s, vpp, pp, True)
