@@ -291,8 +291,9 @@ def stage_list(stages) -> str:
     return ", ".join(map(str, stages[:-1])) + " or " * (len(stages) > 1) + str(stages[-1])
 
 
-def shard_group_refusal(framework: str, zero: int | None, shard_group: int) -> str | None:
-    """Why ``framework`` cannot run ZeRO ``zero`` (None: not given) with ``shard_group`` (what is valid), or None.
+def shard_group_refusal(framework: str, zero: int | None, shard_group: int, default: bool = False) -> str | None:
+    """Why ``framework`` cannot run ZeRO ``zero`` (None: not given; ``default``: the framework's default stage, not
+    given) with ``shard_group`` (what is valid), or None.
     A group of 1 shards nothing: every rank keeps whole states and all-reduces the gradients, DDP (torchtitan runs
     dp_shard 1 as replicate, parallel_dims.py@b5bcd76; accelerate's ParallelismConfig calls it invalid,
     parallelism_config.py@16cb6eb8 L61-65): refused naming --zero 0 (R1 N6). torchtitan's dp_shard x cp needs no
@@ -307,7 +308,8 @@ def shard_group_refusal(framework: str, zero: int | None, shard_group: int) -> s
         return ("a group of 1 shards nothing (every rank keeps whole states and all-reduces the gradients: DDP): "
                 "give --zero 0 without a shard group, or a group of 2 or more")
     if zero is not None and zero not in stages:
-        return f"--framework {framework} runs a shard group with ZeRO {valid} only (not {zero}): give --zero {valid}"
+        stage = f"its default ZeRO {zero}" if default else f"not {zero}"
+        return f"--framework {framework} runs a shard group with ZeRO {valid} only ({stage}): give --zero {valid}"
     return None
 
 

@@ -21,14 +21,14 @@ from gpuplan.schema import vocabulary as V
 from gpuplan.schema.partition_activations import PartitionActivationsFields
 
 
-def check_shard_group(framework: str, zero: int | None, shard_group: int | None) -> None:
+def check_shard_group(framework: str, zero: int | None, shard_group: int | None, default: bool = False) -> None:
     """InputError naming shard_group where ``framework`` does not run ZeRO ``zero`` (None: the planner's choice)
     with a shard group (planner.framework_rules.shard_group_refusal)."""
     from gpuplan.planner.framework_rules import shard_group_refusal
 
     if shard_group is None:
         return
-    why = shard_group_refusal(framework, zero, shard_group)
+    why = shard_group_refusal(framework, zero, shard_group, default)  # default: ``zero`` is the framework's, not given
     if why is not None:
         raise InputError("shard_group", shard_group, why)
 
