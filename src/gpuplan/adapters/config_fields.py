@@ -307,15 +307,15 @@ def sliding_window(cfg: dict[str, Any]) -> int | None:
     return int_field(cfg, "sliding_window")
 
 
-def class_defaults(cfg: dict[str, Any], defaults: dict[str, Any], windowed: bool) -> dict[str, Any]:
-    """The config class's ``defaults`` that fill what ``cfg`` leaves out (or states null). ``windowed``: a type whose
-    class defaults the sliding window and its layer_types (OLMo 3 4,096, GPT-OSS 128), where a stated
+def class_defaults(cfg: dict[str, Any], defaults: dict[str, Any]) -> dict[str, Any]:
+    """The config class's ``defaults`` that fill what ``cfg`` leaves out (or states null). Where they hold a sliding
+    window (the class defaults it and its layer_types: OLMo 3 4,096, GPT-OSS 128, Gemma 2 / 3), a stated
     ``"sliding_window": null`` is not the default: transformers keeps the null (Olmo3Config(sliding_window=None)
     .sliding_window is None; review s20b N7). With a sliding layer (its layer_types, or their default) transformers
     5.25.0 cannot run the model (masking_utils.create_sliding_window_causal_mask: "Could not find a `sliding_window`
     argument in the config, or it is not set"; with a cache, cache_utils' sliding layer: TypeError): refused. With
     every layer full_attention no layer uses it: no window (malformed layer_types: refused where they are read)."""
-    if not (windowed and "sliding_window" in cfg and cfg["sliding_window"] is None and "sliding_window" in defaults):
+    if not ("sliding_window" in cfg and cfg["sliding_window"] is None and "sliding_window" in defaults):
         return defaults
     types = cfg.get("layer_types")
     if types is None or (isinstance(types, list) and any(isinstance(t, str) and "sliding" in t for t in types)):

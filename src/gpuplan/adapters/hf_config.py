@@ -38,7 +38,7 @@ from gpuplan.adapters.config_fields import (
     yarn_attention_factor,
 )
 from gpuplan.adapters.quant_fields import check_quantization_config
-from gpuplan.adapters.window_layers import WINDOW_PATTERN, default_layer_types
+from gpuplan.adapters.window_layers import default_layer_types
 from gpuplan.core.model.spec import AttentionSpec, MLPSpec, ModelSpec, MoESpec
 from gpuplan.errors import InputError, printable
 
@@ -114,10 +114,12 @@ _BIGCODE_DEFAULTS = {"n_positions": 1024, "activation_function": "gelu_pytorch_t
                      "embd_pdrop": 0.1, "attn_pdrop": 0.1, "multi_query": True}
 # OLMo 3 / GPT-OSS: their sliding window when config.json leaves it out (configuration_olmo3.py@5.25.0 L85: 4096;
 # configuration_gpt_oss.py@5.25.0 L59: 128; hostile wave 22: a config with sliding layer_types and no window was read
-# as windowless); their layer_types default is WINDOW_PATTERN's.
+# as windowless); their layer_types default is WINDOW_PATTERN's. Gemma 2: configuration_gemma2.py@5.25.0 L87, 4096
+# (hostile wave 23: read as windowless).
 CONFIG_DEFAULTS: dict[str, dict[str, Any]] = {"gemma3": _GEMMA3_DEFAULTS, "gemma3_text": _GEMMA3_DEFAULTS,
                                               "gpt2": _GPT2_DEFAULTS, "gpt_bigcode": _BIGCODE_DEFAULTS,
-                                              "olmo3": {"sliding_window": 4096}, "gpt_oss": {"sliding_window": 128}}
+                                              "olmo3": {"sliding_window": 4096}, "gpt_oss": {"sliding_window": 128},
+                                              "gemma2": {"sliding_window": 4096}}
 
 
 def text_config(config: dict[str, Any]) -> dict[str, Any]:
@@ -322,7 +324,7 @@ def _model_spec(config: dict[str, Any], name: str, source: str, override: str | 
     cfg = text_config(config)
     model_type, notes = _model_type(cfg, override)
     notes += check_architecture(config, cfg, model_type, overridden=bool(override))
-    cfg = {**class_defaults(cfg, CONFIG_DEFAULTS.get(model_type, {}), model_type in WINDOW_PATTERN),
+    cfg = {**class_defaults(cfg, CONFIG_DEFAULTS.get(model_type, {})),
            **{k: v for k, v in cfg.items() if v is not None}, "model_type": model_type}
     if model_type == "dbrx":
         cfg = _dbrx_flat(cfg)
