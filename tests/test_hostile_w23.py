@@ -1,5 +1,40 @@
-"""Hostile inputs, wave 23 (2026-12-07, helper H). Probed (in-process CLI, the web test client, the Python API) and
-found answered or refused as the house rule asks: see the list at the end of this docstring.
+"""Hostile inputs, wave 23 (2026-12-07, helper H). Probed first (in-process CLI, the web test client, the Python API)
+and found answered or refused as the house rule asks:
+
+- --batch-ramp with --eval-interval / --eval-iters on budget / train / plan, plan files and POST /api/budget (~90
+  asks): zero, negative, NaN, 1e400, full-width digits, ',', '', ';' separators, a ramp longer than or equal to
+  --tokens, a batch above the steady one, FROM > TO, 1tok, 33 phases, 1,000 phases in a body, a bare mapping or pair,
+  numpy / Decimal / Fraction / bytes / complex values, an interval of 1.5 / 10steps / inf / 1e9 / 1e300 / a list /
+  true / null, --eval-iters without an interval (also inherited in a campaign), 1e6 iterations every step at 1e18
+  tokens, 32 linear phases with an evaluation every step (plan 2.7 s, budget --days 7.4 s; a campaign of 32 such
+  stages 96 s on the CLI, the web's 20 s budget answering 503 with the fewer-stages hint); YAML plan-file spellings
+  of the interval (1_000, 0x10, 0o17, 0b101, 1:30, .NaN, !!float .inf, a date, yes, ~, [100], {a: 1}, '1,000');
+- plan / train / budget --days from 1e-300 to 36,500 and past it (36500d, 5214w, 5215w, 1e6h), with and without
+  evaluation and a ramp, a solved GPU count and a solved MFU;
+- campaign files: empty / one / 5,000 / 9,000 stages (YAML block, flow, TOML arrays of tables: refused in < 3 s),
+  duplicate names, anchors ('billion laughs'), 50,000-deep nesting, a 5,000-digit number, BOM, Latin-1, UTF-16,
+  control and bidi characters in a name, a stage that is a path, a nested mapping, a python/object tag, an empty or
+  blank file, a 2 MiB file, .json files (list / string / number / null / 200,000-deep); ramps and evaluation in
+  stages and inherited; POST /api/campaign with a list / string / number body, 5,000 stages and 3 MiB (413),
+  duplicate keys, text/plain and YAML content types, 100,000-deep arrays, a BOM (read, as RFC 8259 allows);
+- config.json files (48 under memory and infer): negative / zero / fractional / text / boolean head counts, K/V heads
+  not dividing or above the heads, a hidden size the heads do not divide, vocab 0 / 1e12 / 1e308, missing hidden /
+  layers / heads / vocab / model_type, an empty / numeric / unknown model_type, layer_types short / 100,000 long /
+  unknown ('chunked_attention', 'linear_attention') / text / a mapping / null entries, head_dim -128 / 1e9, 1e6
+  layers, negative intermediate size and positions, NaN rope_theta, tie_word_embeddings 'yes', a window of 0 / -1 /
+  4096.5, top-k above the experts, zero experts, a list text_config, an unknown quant_method;
+- serving (38 asks, CLI and POST /api/inference): --engine vllm==99.0.0 (answered with 'rules of vllm==0.29, the
+  newest modelled'), 'vllm==', 'vllm==0.x', 'sglang>=1', 'vllm===0.8.0', two '==', '==0.8.0', 'vllm@0.8.0', 1e400
+  and 23-digit releases, rc / post / v-prefixed / upper-case / spaced releases; --rps 0 / inf / 1e308 / 1e-7 / 1e7,
+  --ttft-p99 and --tpot at 0, 1ns, 1us, 0.001ms and 1e-300 s (each told the fastest a catalog GPU reaches),
+  --prompt 1M / 16M / 16M + 1 output token, --context 1e30, --disaggregate alone, on trtllm==0.5 and sglang==0.3,
+  LoRA ranks 0 / 7 / 512, --max-loras 0 / 4096, --max-cpu-loras below --max-loras, LoRA on vllm==0.2 and trtllm;
+- the web API never opened a path a request named (an audit hook on open(): a model, a GPU, a calibration, a
+  campaign stage's model or calibration, a batch ramp given as /etc/passwd, a config file, a folder, file://, '~',
+  '../..'), over /api/memory, /api/inference, /api/budget, /api/plan and /api/campaign;
+- `calibrate` on hostile logs (empty, binary, 10 MiB lines, NaN / inf / zero / negative tps, mfu 4000%, Megatron
+  NaN iteration times, CSV and JSON tables with 1e400 / 1e999); `report` with --out / --markdown naming an input,
+  each other, a folder, a missing folder, /dev/null, a wrong suffix, and unknown / empty --sections.
 
 Found, each fixed where every door passes (one line naming the field, exit 2):
 
@@ -42,6 +77,14 @@ Found, each fixed where every door passes (one line naming the field, exit 2):
     28: a 28-layer model has none) or every other layer below it (Qwen2-MoE): a 32K-context ask was costed with a
     4,096-token window on layers that attend to everything. adapters/window_layers.default_layer_types builds the list
     as each class does (a list with no sliding layer is windowless).
+(8) (1)'s reading held for Gemma 2 and Gemma 3 too: a Gemma 3 config stating "sliding_window": null took the class's
+    4,096 (the null dropped before the defaults), and a Gemma 2 config that left the window out (or stated null) was
+    read as windowless, where Gemma2Config defaults it to 4,096 (configuration_gemma2.py@5.25.0 L87) and
+    transformers cannot run either with a null window (the same ValueError, reproduced on tiny Gemma2ForCausalLM /
+    Gemma3ForCausalLM models). CONFIG_DEFAULTS gains Gemma 2's window and class_defaults refuses a stated null for
+    every type whose class defaults a window.
+(9) a ramp under a one-sequence steady batch read '(1 sequences of 4,096 tokens: ...)'; now '1 sequence'
+    (schema/batch_ramp_field.py).
 """
 
 import json
@@ -300,3 +343,37 @@ def test_7_a_malformed_max_window_layers_is_refused(run_cli, tmp_path):
     path.write_text(json.dumps({**QWEN, "max_window_layers": -1}), encoding="utf-8")
     assert field_refusal(run_cli("memory", "--model", str(path), "--gpu", "h100"), f"{path}: max_window_layers") == \
         f"error: {path}: max_window_layers: got -1; must be a whole number >= 0\n"
+
+
+# ---- (8) Gemma 2 / Gemma 3 windows as their config classes read them -----------------------------------------------
+
+GEMMA2 = {"model_type": "gemma2", "hidden_size": 2304, "num_hidden_layers": 4, "num_attention_heads": 8,
+          "num_key_value_heads": 4, "head_dim": 256, "intermediate_size": 9216, "vocab_size": 256000,
+          "max_position_embeddings": 8192}
+
+
+def test_8_a_gemma2_config_without_a_window_takes_the_class_default():
+    from gpuplan.adapters.hf_config import model_spec_from_hf_config
+
+    spec = model_spec_from_hf_config(dict(GEMMA2))  # Gemma2Config: 4,096; layer_types sliding where (i + 1) % 2
+    assert spec.sliding_window == 4096 and spec.layer_types == ("sliding", "full", "sliding", "full")
+
+
+GEMMA3 = {**GEMMA2, "model_type": "gemma3_text", "num_hidden_layers": 6}
+
+
+@pytest.mark.parametrize("config, default", [(GEMMA2, "4,096"), (GEMMA3, "4,096")])
+def test_8_a_stated_null_window_is_refused_for_gemma_too(run_cli, tmp_path, config, default):
+    path = tmp_path / "gemma.json"
+    path.write_text(json.dumps({**config, "sliding_window": None}), encoding="utf-8")
+    err = field_refusal(run_cli("memory", "--model", str(path), "--gpu", "h100"), f"{path}: sliding_window",
+                        NULL_WINDOW)
+    assert f"leave it out for the default {default}" in err, err
+
+
+# ---- (9) one sequence, not '1 sequences' ---------------------------------------------------------------------------
+
+def test_9_a_one_sequence_steady_batch_is_singular(run_cli):
+    field_refusal(run_cli("budget", "--model", "llama-3.1-8b", "--gpu", "h100", "--gpus", "64", "--tokens", "1e12",
+                          "--mfu", "predicted", "--global-batch", "1", "--seq-len", "4096", "--batch-ramp", "1B:1"),
+                  "batch_ramp", "must be below the steady batch (1 sequence of 4,096 tokens: --global-batch")

@@ -250,7 +250,8 @@ class BatchRampFields(JobInputs):
                                  f"{low:,.6g} sequences x {seq_len:,} tokens is {low * seq_len:,.6g}")
             if low >= steady or high > steady:
                 raise InputError(FIELD, text, f"each phase's batch must be below the steady batch ({steady:,.6g} "
-                                 f"sequences of {seq_len:,} tokens: --global-batch / --global-batch-tokens)")
+                                 f"sequence{'' if steady == 1 else 's'} of {seq_len:,} tokens: --global-batch / "
+                                 "--global-batch-tokens)")
         ramp_tokens = sum(p.tokens for p in self.batch_ramp)
         tokens = float(getattr(self, "tokens"))
         if ramp_tokens >= tokens:
