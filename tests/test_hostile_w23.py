@@ -85,6 +85,12 @@ Found, each fixed where every door passes (one line naming the field, exit 2):
     every type whose class defaults a window.
 (9) a ramp under a one-sequence steady batch read '(1 sequences of 4,096 tokens: ...)'; now '1 sequence'
     (schema/batch_ramp_field.py).
+(10) review s20b N8: an integer past float range was quoted as if typed ("gpus: got 'an integer of about 5,001
+    digits'", where an unknown field's said it unquoted), -10**5000 read 'is too large a number (past 1.8e308)' with no
+    sign, and an object whose repr raises was 'got a E' ('not a E' after it). errors.shown describes such an integer
+    itself, unquoted and signed (errors.huge_integer; core.units.refuse_huge_integer passes the value and says 'too
+    large a negative number (past -1.8e308)'), an unprintable object is 'an object of type E', and types' 'not a
+    <type>' takes its article (errors.a_or_an: 'not an E', 'not a bytes').
 """
 
 import json
@@ -377,3 +383,38 @@ def test_9_a_one_sequence_steady_batch_is_singular(run_cli):
     field_refusal(run_cli("budget", "--model", "llama-3.1-8b", "--gpu", "h100", "--gpus", "64", "--tokens", "1e12",
                           "--mfu", "predicted", "--global-batch", "1", "--seq-len", "4096", "--batch-ramp", "1B:1"),
                   "batch_ramp", "must be below the steady batch (1 sequence of 4,096 tokens: --global-batch")
+
+
+# ---- (10) a huge integer or an unprintable object, described -------------------------------------------------------
+
+class _NoRepr:
+    def __repr__(self):
+        raise RuntimeError("no repr")
+
+
+E = type("E", (_NoRepr,), {})
+
+
+@pytest.mark.parametrize("value, words", [
+    (10**5000, "gpus: got an integer of about 5,001 digits; is too large a number (past 1.8e308)"),
+    (-10**5000, "gpus: got a negative integer of about 5,001 digits; is too large a negative number (past -1.8e308)"),
+    (-10**400, "gpus: got a negative integer of about 401 digits; is too large a negative number (past -1.8e308)"),
+    (E(), "gpus: got an object of type E; expected a number or its text, e.g. 8, '8' or '7B', not an E"),
+], ids=["5001-digits", "minus-5001-digits", "minus-401-digits", "unprintable"])
+def test_10_a_value_past_printing_is_described_with_its_sign_and_article(value, words):
+    import gpuplan
+
+    with pytest.raises(gpuplan.InputError) as refused:
+        gpuplan.BudgetInputs(model="llama-3.1-8b", gpus=value)
+    assert str(refused.value) == words
+
+
+def test_10_an_unknown_field_and_a_json_body_say_the_same_words(client):
+    import gpuplan
+
+    with pytest.raises(gpuplan.InputError, match=r"^frob: got an integer of about 5,001 digits; unknown field"):
+        gpuplan.BudgetInputs(model="llama-3.1-8b", frob=10**5000)
+    body = '{"model": "llama-3.1-8b", "gpus": -' + "9" * 400 + "}"  # the web quotes the digits as sent, cut
+    message = web_refusal(client.post("/api/budget", content=body, headers={"content-type": "application/json"}),
+                          "gpus", "; is too large a negative number (past -1.8e308)")
+    assert message.startswith("gpus: got -999") and len(message) < 200, message

@@ -57,14 +57,14 @@ def shown(value: object) -> str:
     if isinstance(value, str):
         return repr(value) if len(value) <= MAX_SHOWN_CHARS else \
             f"{value[:MAX_SHOWN_CHARS]!r}... ({len(value):,} characters)"
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 1023:
+        return huge_integer(value)  # past float range: described unquoted, its sign kept (review s20b N8)
     try:
         text = repr(value)
     except RecursionError:  # nested past the interpreter's limit (a Python API caller's 100,000-deep list)
         text = ""
-    except Exception:  # an int past Python's 4,300-digit int-to-text limit (ValueError), or a Python API caller's
-        if isinstance(value, int):  # object whose own repr raises: its size or type, not a traceback
-            return f"an integer of about {int(value.bit_length() * 0.30103) + 1:,} digits"  # core.units' words
-        return f"a {type(value).__name__}"
+    except Exception:  # a Python API caller's object whose own repr raises: its type, not a traceback ('an object
+        return f"an object of type {type(value).__name__}"  # of type E', not 'a E': review s20b N8)
     if text and len(text) <= MAX_SHOWN_CHARS:
         return text
     import reprlib  # only an over-long value needs it
@@ -74,7 +74,21 @@ def shown(value: object) -> str:
     try:
         return cut.repr(value)[:MAX_SHOWN_CHARS]
     except Exception:  # a big int inside a container, or an unprintable member
-        return f"a {type(value).__name__}"
+        return f"an object of type {type(value).__name__}"
+
+
+def a_or_an(word: str) -> str:
+    """``word`` with its indefinite article as a refusal writes a type's name: 'a list', 'an int', 'an ndarray', 'an E'
+    (review s20b N8: 'a E'). 'an' before a, e, i, o (not u: 'a uint8') and a one-letter name said with a vowel sound."""
+    vowel = word[:1].lower() in ("a", "e", "i", "o") or (len(word) == 1 and word.upper() in "AEFHILMNORSX")
+    return f"{'an' if vowel else 'a'} {word}"
+
+
+def huge_integer(value: int) -> str:
+    """An integer past float range (over 1,023 bits) as a refusal describes it, unquoted: 'an integer of about 5,001
+    digits', 'a negative integer of about 5,001 digits' (str() refuses past 4,300 digits)."""
+    digits = int(value.bit_length() * 0.30103) + 1
+    return f"{'a negative' if value < 0 else 'an'} integer of about {digits:,} digits"
 
 
 def printable(text: str) -> str:

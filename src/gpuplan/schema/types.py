@@ -27,7 +27,7 @@ from pydantic import BeforeValidator, ValidationInfo, WithJsonSchema
 from gpuplan.core import units
 from gpuplan.schema.bound_words import bound_words
 from gpuplan.schema.unseen_text import REFUSAL as UNSEEN_REFUSAL, unseen
-from gpuplan.errors import InputError
+from gpuplan.errors import InputError, a_or_an
 
 # JSON schema of a value that may be typed with a unit ("2T") or sent as a number (2e12).
 NUMBER_OR_TEXT = {"anyOf": [{"type": "number"}, {"type": "string", "maxLength": 64}]}
@@ -60,7 +60,7 @@ def text_of(value: Any, field: str, valid: str = NUMBER_FORMS) -> str:
     API's Path("8") as 8 and any object by its str(). Also for a reader with spellings of its own
     (jobs.inference.inputs_group's 'none')."""
     if not isinstance(value, str | numbers.Number):
-        raise InputError(field, value, f"expected {valid}, not a {type(value).__name__}")
+        raise InputError(field, value, f"expected {valid}, not {a_or_an(type(value).__name__)}")
     text = str(value).strip()
     if not text:
         raise InputError(field, value, "must not be empty")
