@@ -7,6 +7,7 @@ hang. The wave's leftovers of wave 7 are tests/test_hostile_wave8.py."""
 import json
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import pytest
@@ -18,10 +19,8 @@ pytestmark = pytest.mark.usefixtures("time_box")  # conftest: in-process cases a
 
 
 def gpuplan(*args: str, cwd: Path | None = None) -> tuple[int, str, str]:
-    """The installed CLI in a subprocess, time-boxed: (exit status, stdout, stderr). Kept for the files that can
-    block a read (a FIFO, /dev/zero and a link to it: BLOCKING), where the process's own time limit is the check;
-    every other case runs in-process (conftest's run_cli, time-boxed by time_box), the same gpuplan.cli.main the
-    console script calls, ~0.3 s of CPU less a case (a Python start and the gpuplan import)."""
+    """The installed CLI in a subprocess, time-boxed: (exit status, stdout, stderr); only for BLOCKING files (the
+    rest run in-process through ``cli``: gpuplan.cli.main, ~0.3 s of CPU less a case than a Python start)."""
     done = subprocess.run([sys.executable, "-m", "gpuplan", *args], capture_output=True, text=True,
                           timeout=TIMEOUT_S, cwd=cwd)
     return done.returncode, done.stdout, done.stderr
@@ -59,30 +58,23 @@ def _special_path(tmp_path: Path, kind: str, name: str = "plan.yaml") -> Path:
 
 
 SPECIAL = ("dev-zero", "directory", "fifo", "missing", "dangling-link", "link-loop", "link-to-dev-zero")
-BLOCKING = ("dev-zero", "fifo", "link-to-dev-zero")
-"""The kinds a read could block on or never finish (an unbounded read of /dev/zero is one C call SIGALRM cannot
-stop): a subprocess with a time limit. The others cannot block and run in-process."""
+BLOCKING = ("dev-zero", "fifo", "link-to-dev-zero")  # a read could block or never end (one C call SIGALRM cannot stop)
 
 
 @pytest.fixture
 def cli(run_cli):
-    """run_cli with no Python warning raised: a subprocess writes a warning to stderr, where the one-line check sees
-    it, but pytest records warnings in-process, so here a warning fails the case instead."""
-    import warnings
-
+    """run_cli failing on any Python warning (pytest records them in-process; a subprocess printed them to stderr)."""
     def run(*args: str) -> tuple[int, str, str]:
         with warnings.catch_warnings(record=True) as raised:
             warnings.simplefilter("always")
             result = run_cli(*args)
         assert not raised, [str(w.message) for w in raised]
         return result
-
     return run
 
 
 def _door(cli, kind: str):
-    """The CLI for a SPECIAL kind: a time-boxed subprocess for BLOCKING, in-process (cli) otherwise."""
-    return gpuplan if kind in BLOCKING else cli
+    return gpuplan if kind in BLOCKING else cli  # a time-boxed subprocess where a read could block
 
 
 @pytest.mark.parametrize("kind", SPECIAL)
