@@ -289,7 +289,10 @@ def data_parallel_costs(spec: ModelSpec, cluster, settings, *, dp, tp, pp, cp, e
     # FSDP2 all-reduces across the replicas after every reduce-scatter (torch 2.13 _fsdp_collectives.py L634-660;
     # all_reduce_grads True by default, _fsdp_param_group.py L220; torchtitan@b5bcd76 never sets it off); the others
     # once a step (Megatron; MiCS, mics.py@edaa722 L411; OLMo-core's set_requires_all_reduce(is_last_mb),
-    # train_module.py@fa6c5014c L575-578; the hf Trainer syncs the last micro-batch only, accelerate no_sync)
+    # train_module.py@fa6c5014c L575-578; the hf Trainer's FSDP2 model sharded at load time keeps each micro-batch's
+    # reduce-scatter and defers only the all-reduce across replicas, transformers 5.25.0 trainer.py L1949-1950,
+    # L2655-2668 _defer_fsdp_gradient_reduction: what is charged; accelerate's no_sync, the path for a model it wraps
+    # itself, defers the reduce-scatter too, which is not modelled: review s21 R2 S1)
     ar_each = per_mb & (settings.dp_schedule == "fsdp2")
     ar_calls = (replicas > 1) * units * np.where(ar_each, micro_batches, 1)
     totals = {"grads": rs_calls * rs_one, "weights": ag_calls * ag_one, "across": ar_calls * ar_across / units}
