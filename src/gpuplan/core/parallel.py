@@ -101,13 +101,25 @@ def hsdp_expert_refusal(layout: ParallelLayout) -> str | None:
     if group is None or layout.ep == 1:
         return None
     if layout.experts_replicated_over_tp:
-        return (f"DeepSpeed runs no MiCS shard group with expert parallelism (ep {layout.ep}): give --ep 1, "
-                "or leave the shard group out")
+        return MICS_NO_EXPERTS.format(ep=f" (ep {layout.ep})")
     etp = layout.expert_tp
-    if (group * layout.tp) % (etp * layout.ep):
-        return (f"the experts are sharded within it: shard group x tp = {group * layout.tp} must be a multiple of "
+    if not experts_split_within(group, layout.tp, etp, layout.ep):
+        return (f"{EXPERTS_WITHIN_GROUP}: shard group x tp = {group * layout.tp} must be a multiple of "
                 f"etp x ep = {etp * layout.ep} (the expert data-parallel group splits over the replicas)")
     return None
+
+
+def experts_split_within(group, tp, etp, ep):
+    """HSDP_EXPERT_RULE as a test (bool, or a numpy bool array where the degrees are arrays): ep 1, or shard group x tp
+    a multiple of etp x ep (hsdp_expert_refusal's sources). The one predicate the planner's refusal and check_layout
+    read; planner.space.expert_region_ranks states the same rule as the ranks ep must divide."""
+    return (ep == 1) | ((group * tp) % (etp * ep) == 0)
+
+
+MICS_NO_EXPERTS = "DeepSpeed runs no MiCS shard group with expert parallelism{ep}: give --ep 1, or leave the shard group out"
+"""The one text for DeepSpeed's refusal of MiCS with MoE (engine.py@edaa722 L1904-1907); ``ep`` the degree's words."""
+EXPERTS_WITHIN_GROUP = "the experts are sharded within it"
+"""The opening both expert refusals share (a fixed layout here, a search in planner.shard_group_refusal)."""
 
 
 HSDP_EXPERT_RULE = "shard_group x tp a multiple of etp x ep (hsdp_expert_refusal)"

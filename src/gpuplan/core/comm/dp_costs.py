@@ -267,7 +267,7 @@ def data_parallel_costs(spec: ModelSpec, cluster, settings, *, dp, tp, pp, cp, e
     grads = grads - grads_emb
     gathers_by = gather_populations(spec, settings, populations, weights, tp=tp, pp=pp, ep=ep)  # the bytes' split
     timers = tuple(rows_seconds(links, groups) for _, links in populations)  # gathers_by's links: the same groups
-    shared = _across_bytes(spec, settings, populations, grads, shard, tp=tp, ep=ep)
+    shared = _across_bytes(settings, populations, grads, shard, tp=tp, ep=ep)
     reduce_scatter, rs_one, ag_one, ar_across = _unit_seconds(settings, (populations, gathers_by), across, grads,
                                                               weights, (units, gather_units), shared, replicas, zero,
                                                               groups, timers)
@@ -311,8 +311,9 @@ def data_parallel_costs(spec: ModelSpec, cluster, settings, *, dp, tp, pp, cp, e
                                                timers[0])]
 
 
-def _across_bytes(spec: ModelSpec, settings, populations, grads, shard, *, tp, ep):
-    """Gradient bytes a GPU all-reduces across the replicas a step: each population's shard of ``grads`` -- the
+def _across_bytes(settings, populations, grads, shard, *, tp, ep):
+    """Gradient bytes a GPU all-reduces across the replicas in one sync (once a step, or under FSDP2 once a
+    micro-batch: the caller's call count): each population's shard of ``grads`` -- the
     dense ones over the shard group, the routed experts over the expert data-parallel group within a replica
     (expert_data_ranks of the shard): Megatron-Core reduce-scatters the expert buffer on intra_expt_dp_group and
     all-reduces it on the same inter-instance group (distributed_data_parallel.py@core_v0.16.0 L290-301, L226-234);

@@ -38,7 +38,9 @@ def embedding_cost(settings, embedding, grads_emb, micro_batches, ranks, group, 
 def embedding_across(size, micro_batches, ranks, across, seconds) -> CollectiveCost:
     """FSDP2's embedding unit's HSDP all-reduce (``size``: its gradient shard, 0 without the unit or replicas;
     ``seconds``: dp_costs.rows_seconds of the ``across`` group):
-    after its reduce-scatter, every micro-batch, the step's last collective, exposed whole."""
+    after its reduce-scatter, every micro-batch, the step's last collective, exposed whole. An upper bound: it is
+    charged after the unit's reduce-scatter and block 0's all-reduce in turn, where torch may overlap the two
+    (review s21 R2 N4)."""
     calls = micro_batches * (np.asarray(size) > 0)
     total = calls * (seconds("all_reduce", size) if np.any(calls) else 0.0)
     return CollectiveCost("DP", "embedding unit HSDP all-reduce (FSDP2)", calls, size, ranks, total, total,
