@@ -227,7 +227,7 @@ def test_a_deadline_no_count_meets_is_refused_with_what_the_fastest_needs(run_cl
     code, out, err = run_cli("plan", "llama-3.1-405b", "--tokens", "15T", "--days", "10")
     assert code == 2 and not out
     assert len(err.strip().splitlines()) == 1
-    assert err.startswith("error: days: got 10.0; no searched GPU count meets it")
+    assert err.startswith("error: days: got 10; no searched GPU count meets it")
     assert " with them, on 98,304 GPUs" in err
 
 

@@ -335,7 +335,7 @@ def solved_count_refusal(refusal: InputError, inputs, gpus: float) -> InputError
 
     said = refusal.expected.removeprefix("a GPU count where the run completes with failures: ")
     more = "(more days, " if inputs.days < MAX_DAYS else "("  # none past the cap --days takes (review s20b N)
-    return refusal.retold("days", inputs.days, f"meeting it takes {gpus:,.0f} GPUs (solved: no --gpus given), and "
+    return refusal.retold("days", whole_or(inputs.days), f"meeting it takes {gpus:,.0f} GPUs (solved: no --gpus given), and "
                           + said.replace("(fewer GPUs, ", more))
 
 

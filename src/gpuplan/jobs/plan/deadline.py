@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpuplan.core.units import SECONDS_PER_DAY, format_duration, plural
-from gpuplan.errors import InputError
+from gpuplan.errors import InputError, whole_or
 from gpuplan.jobs.budget.evaluation import beyond_training
 from gpuplan.planner.plan import deadline_counts_between, deadline_order
 from gpuplan.planner.search import LayoutTable
@@ -73,7 +73,7 @@ def deadline_rows(inputs, fitting: LayoutTable, counts) -> tuple[LayoutTable, st
                    f"{format_duration(fitting['days_with_failures'][quickest] * SECONDS_PER_DAY)} with them, "
                    f"on {plural(int(fitting['gpus'][quickest]), 'GPU')}")
         if inputs.days is not None:  # a deadline the user gave: refused, with what would be needed
-            raise InputError("days", deadline, f"no searched GPU count meets it with {besides}: {fastest}")
+            raise InputError("days", whole_or(deadline), f"no searched GPU count meets it with {besides}: {fastest}")
         # the article's default week, not asked for: answer with the fastest layout and say so
         missed = (f"no GPU count up to {max(counts):,} trains it in the article's default {deadline:g} days; "
                   f"{fastest}, shown here: give --days or --gpus for another answer")

@@ -22,8 +22,8 @@ from gpuplan.core.model.finetune import peft_counts_experts
 from gpuplan.core.economics.gpu_time import ComputeBudget, solve_compute_budget
 from gpuplan.core.economics.io import nodes_for
 from gpuplan.core.model.spec import params_for_6nd
-from gpuplan.core.units import SECONDS_PER_DAY, format_duration
-from gpuplan.errors import InputError, NoLayoutFits
+from gpuplan.core.units import SECONDS_PER_DAY, format_duration, format_percent
+from gpuplan.errors import InputError, NoLayoutFits, whole_or
 from gpuplan.jobs.budget.evaluation import beyond_training
 from gpuplan.jobs.plan.offer import offers_answering_batch
 from gpuplan.jobs.training.mfu_refusal import check_solved_mfu
@@ -264,7 +264,7 @@ def _for_deadline(inputs: TrainingInputs, flops: Flops, peak: float, mfu: float,
                     _nodes(_nodes(count + 1, 64), node) if stuck else 0)
         plan = layout_for_gpus(inputs, count)
     else:
-        raise InputError("days", days, f"no GPU count meets it with the {allowance:.0%} communication allowance, "
+        raise InputError("days", whole_or(days), f"no GPU count meets it with the {allowance:.0%} communication allowance, "
                          f"failures and checkpoints (tried up to {count:,}: more GPUs fail more often); give more "
                          "days or fewer tokens")
     count, plan = plan.gpus, _all_working(plan)  # those its layout computes on meet the deadline alone
@@ -388,17 +388,18 @@ def _fastest_within(wall: Callable[[int], float], start: int, node: int, deadlin
     fastest = (f"the fastest is about {format_duration(walls[best])} on {counts[best]:,} GPUs"
                if math.isfinite(walls[best]) else "on every count failures come faster than a checkpoint period plus a "
                "restart")
-    raise InputError("days", days, f"no GPU count up to {MAX_GPUS:,} meets it with the {allowance:.0%} communication "
+    raise InputError("days", whole_or(days), f"no GPU count up to {MAX_GPUS:,} meets it with the {allowance:.0%} communication "
                      f"allowance, {beyond} (more GPUs fail more often; {fastest}); give more days or fewer tokens")
 
 
 def _whole(gpus: float, mfu: float, days: float) -> int:
     if not math.isfinite(gpus):  # failures faster than a checkpoint period and a restart at every count
-        raise InputError("days", days, "no GPU count finishes in time: on the GPUs it would take, failures come "
-                         "faster than a checkpoint period plus a restart; give more days or fewer tokens")
+        raise InputError("days", whole_or(days), "no GPU count finishes in time: on the GPUs it would take, failures "
+                         "come faster than a checkpoint period plus a restart; give more days or fewer tokens")
     needed = max(1, math.ceil(gpus - 1e-9))
     if needed > MAX_GPUS:
         shown = f"{needed:,}" if needed < 1e15 else f"{needed:.3g}"  # 1e-300 days printed 300 digits
-        raise InputError("days", days, f"the budget needs {shown} GPUs at {mfu:.0%} MFU before failures, more than the "
-                         f"{MAX_GPUS:,} the planner lays out; give more days, fewer tokens or --gpus")
+        raise InputError("days", whole_or(days), f"the budget needs {shown} GPUs at {format_percent(mfu)} MFU before "
+                         f"failures, more than the {MAX_GPUS:,} the planner lays out; give more days, fewer tokens or "
+                         "--gpus")
     return needed
