@@ -16,6 +16,7 @@ from gpuplan.core.economics import io as IO
 from gpuplan.core.economics.evaluation import DEFAULT_EVAL_ITERS, MAX_EVAL_INTERVAL, MAX_EVAL_ITERS
 from gpuplan.core.economics import reliability as R
 from gpuplan.errors import InputError
+from gpuplan.jobs.budget.model import MAX_FAILURE_RATE, MAX_SPOT_PREEMPTIONS
 from gpuplan.schema import types as T
 from gpuplan.schema import vocabulary as V
 from gpuplan.schema.base import JobInputs
@@ -86,7 +87,7 @@ class BudgetFields(JobInputs):
     keep_checkpoints: Annotated[T.typed(int, T.count(1e6, whole=True)), _f(C.DEFAULT_KEEP_CHECKPOINTS, "Checkpoints kept on storage.")]
     host_copy: Annotated[GBps, _f(C.DEFAULT_HOST_COPY_BYTES_PER_S / 1e9,
                                         "Device-to-host GB/s per GPU (async checkpoint staging).")]
-    failure_rate: Annotated[T.typed(float, T.number(R.MIN_FAILURE_RATE, 0.01)), _f(
+    failure_rate: Annotated[T.typed(float, T.number(R.MIN_FAILURE_RATE, MAX_FAILURE_RATE)), _f(
         R.DEFAULT_FAILURE_RATE, "Job interruptions per GPU-hour (Llama 3: 1.97e-5).")]
     restart: Annotated[T.typed(float, T.seconds(WEEK, positive=True)), _f(R.DEFAULT_RESTART_SECONDS,
                                                             "Restart time per interruption, e.g. 15min.", "15min")]
@@ -96,7 +97,7 @@ class BudgetFields(JobInputs):
     spot_price: Annotated[V.Usd | None, _f(None, "Spot USD per GPU-hour.", "published spot prices")]
     spot_discount: Annotated[T.typed(float, T.share(K.MAX_SPOT_DISCOUNT)) | None, _f(
         None, "Spot discount off on-demand, e.g. 60%.", "published discount")]
-    spot_preemption: Annotated[T.typed(float, T.number(0, 1000)), _f(
+    spot_preemption: Annotated[T.typed(float, T.number(0, MAX_SPOT_PREEMPTIONS)), _f(
         K.DEFAULT_SPOT_PREEMPTIONS_PER_NODE_MONTH, "Spot reclaims per node-month.")]
     contingency_restarts: Annotated[V.Share, _f(0.05, "Contingency share for restarts.")]
     contingency_tuning: Annotated[V.Share, _f(0.05, "Contingency share for tuning.")]

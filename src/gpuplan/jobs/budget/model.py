@@ -24,11 +24,17 @@ from gpuplan.core.model.spec import ModelSpec
 from gpuplan.core.units import format_percent, format_usd_per_gpu_hour
 from gpuplan.errors import InputError, whole_or
 from gpuplan.report.model import Assumption, Section, Table
+from gpuplan.schema.bound_words import bound_words
 
 # Llama 2 (arXiv:2307.09288, Sec. 2.2): "a global batch-size of 4M tokens".
 DEFAULT_GLOBAL_BATCH_TOKENS = 4 * 2**20
 DEFAULT_DEVICES_PER_NODE = 8  # when the hardware catalog names no host size (DGX/HGX: 8)
 SCALING_FACTORS = (0.25, 0.5, 1.0, 2.0, 4.0)
+MAX_FAILURE_RATE = 0.01
+"""The most --failure-rate taken, interruptions a GPU-hour (the schema's bound, jobs.budget.fields, and
+validate_settings'): one a GPU every 100 hours (the bound the schema had, now named once)."""
+MAX_SPOT_PREEMPTIONS = 1000
+"""The most --spot-preemption taken, reclaims a node-month (the schema's bound and validate_settings')."""
 
 
 @dataclass(frozen=True)
@@ -95,14 +101,19 @@ def validate_settings(s: BudgetSettings) -> None:
         value = getattr(s, name)
         if value is not None and not value > 0:
             raise InputError(name, value, "must be a positive number")
-    for name in ("storage_read", "storage_write", "host_copy"):  # bytes/s: the schema's 1 kB/s (fields.MIN_GBPS)
-        if getattr(s, name) is not None and not getattr(s, name) >= 1e3:
-            raise InputError(name, getattr(s, name), "must be at least 1e3 bytes/s (1 kB/s a node)")
-    if not R.MIN_FAILURE_RATE <= s.failure_rate <= 0.01:  # the schema's bound (jobs.budget.fields), for BudgetSettings
-        raise InputError("failure_rate", s.failure_rate, f"must be >= {R.MIN_FAILURE_RATE:g} and <= 0.01")
-    for name in ("restart_seconds", "spot_preemptions"):
-        if getattr(s, name) < 0:
-            raise InputError(name, getattr(s, name), "must be 0 or more")
+    # The schema's bounds (jobs.budget.fields), in the schema's words (schema.bound_words), for a BudgetSettings built
+    # directly: the rates in bytes/s here (the schema's 1e-6 to 1e6 GB/s, fields.GBps), the failure rate as its field.
+    for name, per in (("storage_read", "a node"), ("storage_write", "a node"), ("host_copy", "a GPU")):
+        if getattr(s, name) is not None and not 1e3 <= getattr(s, name) <= 1e15:
+            raise InputError(name, getattr(s, name), bound_words(1e3, 1e15, False, name, f"bytes/s {per}"))
+    if not R.MIN_FAILURE_RATE <= s.failure_rate <= MAX_FAILURE_RATE:
+        raise InputError("failure_rate", s.failure_rate,
+                         bound_words(R.MIN_FAILURE_RATE, MAX_FAILURE_RATE, False, "failure_rate"))
+    if not 0 <= s.spot_preemptions <= MAX_SPOT_PREEMPTIONS:
+        raise InputError("spot_preemptions", s.spot_preemptions,
+                         bound_words(0, MAX_SPOT_PREEMPTIONS, False, "spot_preemption"))
+    if s.restart_seconds < 0:
+        raise InputError("restart_seconds", s.restart_seconds, "must be 0 or more seconds")
     if s.spot_discount is not None and not 0 <= s.spot_discount < 1:
         raise InputError("spot_discount", s.spot_discount, "must be a fraction in [0, 1)")
     for name, share in s.contingency:
@@ -123,11 +134,12 @@ def validate_settings(s: BudgetSettings) -> None:
 def _check_evaluation(interval, iters) -> None:
     """--eval-interval / --eval-iters: whole numbers of steps, iters only with an interval (the Python API's door;
     the schema's fields refuse the same first)."""
-    for name, value, high, unit in (("eval_interval", interval, MAX_EVAL_INTERVAL, "optimizer steps"),
-                                    ("eval_iters", iters, MAX_EVAL_ITERS, "forward-only iterations")):
+    for name, value, high in (("eval_interval", interval, MAX_EVAL_INTERVAL), ("eval_iters", iters, MAX_EVAL_ITERS)):
         if value is not None and (isinstance(value, bool) or not isinstance(value, int | float) or value != value
-                                  or not 1 <= value <= high or value != int(value)):
-            raise InputError(name, value, f"must be a whole number of {unit} from 1 to {high:,}")
+                                  or not 1 <= value <= high):  # the schema's words (fields.EvalCount, bound_words)
+            raise InputError(name, value, bound_words(1, high, False, name))
+        if value is not None and value != int(value):
+            raise InputError(name, value, "must be a whole number")
     if iters is not None and interval is None:
         raise InputError("eval_iters", iters, "needs eval_interval (--eval-interval, steps between evaluations): "
                          "without it no "
