@@ -100,15 +100,16 @@ def test_plan_and_train_say_once_which_counts_answer_a_count_with_no_layout():
         try:
             found = plan_search.search(PlanInputs(**{**ask, "gpus": n}))
         except InputError as refusal:
-            assert refusal.field == "memory", (n, refusal)
+            assert refusal.field == "gpus" and refusal.value == n, (n, refusal)  # the input to change, not 'memory'
             refused.append((n, refusal))
             continue
         assert len(found.table)
         break
     assert [n for n, _ in refused] == [1, 2]
-    least, margin = refused[-1][1].value, found.evaluator.overheads.margin  # on 2: '78.6 GiB at best' > 76.0 GiB
+    words, margin = refused[-1][1].expected, found.evaluator.overheads.margin  # on 2: 'at best 78.6 GiB a GPU' > 76.0
     part = found.evaluator.cluster.gpu.memory_bytes / 2**30  # the A100 80GB's 80 GiB
-    assert least.endswith(" GiB at best") and float(least.split()[0]) > (1 - margin) * part
+    least = float(words.split("(at best ")[1].split(" GiB a GPU)")[0].replace(",", ""))
+    assert least > (1 - margin) * part
     held = [n for n in below if n not in dict(refused)]
     plan = [n for n in plan_report(PlanInputs(**ask)).notes if n.startswith("no layout")]
     assert plan == ["no layout runs a 7-sequence global batch on 1,000 GPUs: the layouts answering for it run on "

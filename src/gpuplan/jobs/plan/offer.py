@@ -76,7 +76,7 @@ def answering_offer(answer: Callable[[], T], rerun: Callable[[float], object]) -
                 offer = again
                 continue
             except InputError as other:
-                why = f"was refused on {other.field}"
+                why = f"was refused on {getattr(other, 'cause', other.field)}"  # jobs.plan.no_fit: memory
                 break
             finally:
                 _CHECKING_OFFER.reset(token)

@@ -32,10 +32,11 @@ from gpuplan.schema.te_kernels import DEFAULT_FLEX_BACKEND
 from gpuplan.jobs.eager_stack import eager_step_settings
 from gpuplan.jobs.plan.ramp_days import with_ramp_days
 from gpuplan.jobs.plan.completes import check_offer_pick, with_completing_shares
+from gpuplan.jobs.plan.no_fit import no_fit_refusal
 from gpuplan.jobs.plan.offer import offers_answering_batch
 from gpuplan.jobs.plan.deadline import counts_between, deadline_counts, deadline_of, deadline_rows
 from gpuplan.planner.plan import (Plan, alternative_counts, asked_column, evaluate_layout, search_smaller_first,
-                                  more_gpus_hint, no_layout_error, ranking, row_layout, smallest_fitting_count)
+                                  no_layout_error, ranking, row_layout, smallest_fitting_count)
 from gpuplan.planner.framework_rules import (COMBINED_1F1B_REFUSED_RECOMPUTE, CPU_OFFLOAD_PP, CPU_OFFLOAD_RECOMPUTE,
                                               MODEL_PARALLEL_DEGREES, optimizer_zero_stages, rules_for)
 from gpuplan.planner.fallback import exact_batch_counts, fallback_groups, with_fallbacks
@@ -353,12 +354,11 @@ def search_on(inputs, ev: Evaluator, exhaustive: bool = False, progress=None) ->
     if not len(fitting):
         best = int(np.nanargmin(table["total_bytes"]))
         enough = smallest_fitting_count(ev, max(counts), target, max_tp(ev), limits)
-        raise InputError("memory", f"{table['total_bytes'][best] / 2**30:.1f} GiB at best",
-                         f"no layout fits {ev.cluster.gpu.name} ({format_bytes(ev.cluster.gpu.memory_bytes)}) with "
-                         f"the {ev.overheads.margin:.0%} margin"
-                         f"{_gap_words(ev.fit_reserve, inputs.framework, ev.fsdp2_pools)} on "
-                         f"{plural(max(counts), 'GPU')}; {more_gpus_hint(enough)}"
-                         f"{sequence_split_note(ev.spec, max(counts), ev.memory.seq_len, max_tp(ev), limits)}")
+        gpu, gap = ev.cluster.gpu, _gap_words(ev.fit_reserve, inputs.framework, ev.fsdp2_pools)
+        raise no_fit_refusal(inputs, enough, f"no layout fits {gpu.name} ({format_bytes(gpu.memory_bytes)}) with the "
+                             f"{ev.overheads.margin:.0%} margin{gap} on {plural(max(counts), 'GPU')} (at best "
+                             f"{table['total_bytes'][best] / 2**30:,.1f} GiB a GPU)",
+                             sequence_split_note(ev.spec, max(counts), ev.memory.seq_len, max_tp(ev), limits))
     price, price_source = price_of(inputs, ev.cluster.gpu.id)
     fitting = _with_days(inputs, ev, fitting, price)
     between = counts_between(inputs, fitting, counts, ev.cluster.gpus_per_node)
