@@ -7,7 +7,8 @@ same at every door, numbers echoed as typed):
     same (jobs/training/timing.py), and a budget plan file's `days: 1` 'got 1.0'; each now quotes the whole number
     (errors.whole_or), as every refusal of a whole number does ('days: got 36500');
 (2) `budget --model llama-3.1-405b --gpu h100 --tokens 1e18 --days 36500 --mfu 0.001` said 'at 0% MFU' (':.0%' of
-    0.001); the MFU now reads with three significant digits (core.units.format_percent: 'at 0.1% MFU');
+    0.001); the MFU now reads with three significant digits (core.units.format_percent: 'at 0.1% MFU'), and so does
+    --comm-allowance in the deadline refusals ('with the 0% communication allowance' for 0.001);
 (3) jobs/budget/model.validate_settings (a BudgetSettings built directly) wrote its own bounds: 'failure_rate: got
     0.5; must be >= 1e-09 and <= 0.01' without the unit the schema's refusal gives, 'spot_preemptions ... must be 0 or
     more' (the schema takes at most 1,000), eval_interval's 'a whole number of optimizer steps from 1 to
@@ -94,6 +95,9 @@ def test_2_a_small_mfu_is_said_as_given(run_cli, client):
     err = field_refusal(run_cli("budget", "--model", "llama-3.1-405b", "--gpu", "h100", "--tokens", "1e18", "--days",
                                 "36500", "--mfu", "0.0015"), "days")
     assert " at 0.15% MFU before failures" in err  # three significant digits, not '0%' nor a rounded '0.2%'
+    err = field_refusal(run_cli("budget", "llama-3.1-8b", "--tokens", "1e18", "--gpu", "h100", "--days", "36500",
+                                "--eval-interval", "1", "--eval-iters", "1000000", "--comm-allowance", "0.001"), "days")
+    assert " meets it with the 0.1% communication allowance, " in err, err  # the allowance given, not '0%'
 
 
 # ---- (3) BudgetSettings' bounds in the schema's words -------------------------------------------------------------

@@ -264,8 +264,8 @@ def _for_deadline(inputs: TrainingInputs, flops: Flops, peak: float, mfu: float,
                     _nodes(_nodes(count + 1, 64), node) if stuck else 0)
         plan = layout_for_gpus(inputs, count)
     else:
-        raise InputError("days", whole_or(days), f"no GPU count meets it with the {allowance:.0%} communication allowance, "
-                         f"failures and checkpoints (tried up to {count:,}: more GPUs fail more often); give more "
+        raise InputError("days", whole_or(days), f"no GPU count meets it with the {format_percent(allowance)} "
+                         f"communication allowance, failures and checkpoints (tried up to {count:,}: more GPUs fail more often); give more "
                          "days or fewer tokens")
     count, plan = plan.gpus, _all_working(plan)  # those its layout computes on meet the deadline alone
     fewer_count = count - (node if count > node else 1)
@@ -388,8 +388,8 @@ def _fastest_within(wall: Callable[[int], float], start: int, node: int, deadlin
     fastest = (f"the fastest is about {format_duration(walls[best])} on {counts[best]:,} GPUs"
                if math.isfinite(walls[best]) else "on every count failures come faster than a checkpoint period plus a "
                "restart")
-    raise InputError("days", whole_or(days), f"no GPU count up to {MAX_GPUS:,} meets it with the {allowance:.0%} communication "
-                     f"allowance, {beyond} (more GPUs fail more often; {fastest}); give more days or fewer tokens")
+    raise InputError("days", whole_or(days), f"no GPU count up to {MAX_GPUS:,} meets it with the "
+                     f"{format_percent(allowance)} communication allowance, {beyond} (more GPUs fail more often; {fastest}); give more days or fewer tokens")
 
 
 def _whole(gpus: float, mfu: float, days: float) -> int:
