@@ -16,6 +16,7 @@ from gpuplan.catalog import load_accelerator
 from gpuplan.core.serving import kernels as K
 from gpuplan.core.serving import kv_cache
 from gpuplan.core.serving import roofline as R
+from gpuplan.core.serving import step_memo
 
 
 def _plan(**given):
@@ -97,6 +98,7 @@ def test_a_sizers_decode_steps_work_out_the_proposer_once(plans):
     from gpuplan.jobs.inference.sizing import _step_times
 
     plan, gpu = plans["draft"], load_accelerator("h100")
+    step_memo.clear()  # the decode steps of earlier tests are kept across answers (core.serving.step_memo)
     _, decode = _step_times(plan, gpu, 2, 64)
     R.draft_parts.cache_clear()
     K.host_path.cache_clear()

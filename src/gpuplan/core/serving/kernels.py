@@ -324,9 +324,27 @@ def prime_nccl_all_reduce(messages, tp: int, fabric: Accelerator) -> None:
 
 
 def _remember(found: dict) -> None:
+    global _NCCL_CLEARS
     if len(_NCCL_ALL_REDUCE_SECONDS) + len(found) > _NCCL_CACHE_LIMIT:
         _NCCL_ALL_REDUCE_SECONDS.clear()
+        _NCCL_CLEARS += 1
     _NCCL_ALL_REDUCE_SECONDS.update(found)
+
+
+_NCCL_CLEARS = 0
+"""Times _remember started the table afresh (nccl_cache_mark)."""
+
+
+def nccl_cache_mark() -> tuple[int, int]:
+    """(clears, entries) of the NCCL table now: while a later mark has the same clears and no fewer entries, every
+    all-reduce primed before it is still there (core.serving.step_memo: a remembered decode table is not primed again)."""
+    return _NCCL_CLEARS, len(_NCCL_ALL_REDUCE_SECONDS)
+
+
+def nccl_cache_holds(mark: tuple[int, int]) -> bool:
+    """What nccl_cache_mark gave at ``mark`` is all still in the table (not cleared since: a test's clear() empties
+    it without counting, so fewer entries say so too)."""
+    return mark[0] == _NCCL_CLEARS and len(_NCCL_ALL_REDUCE_SECONDS) >= mark[1]
 
 
 def tp_allreduce_seconds(message_bytes, tp: int, link_bytes_per_s: float | None, latency_s: float, *,

@@ -6,6 +6,7 @@ Units: bytes, seconds."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 from gpuplan.core.serving import lora as L
 from gpuplan.core.serving import releases as R
@@ -73,7 +74,7 @@ class Runtime:
 
     @property
     def release(self) -> R.EngineRelease:
-        return R.EngineRelease(self.engine, self.version or R.NEWEST[self.engine], self.version is not None)
+        return _release(self.engine, self.version)
 
     def vllm_rules(self, moe: bool = False) -> R.VllmRules:
         return R.vllm_rules(self.release.version, moe)
@@ -99,6 +100,13 @@ class Runtime:
             return tokens, self.max_num_seqs
         capped = self.engine == "vllm" and self.release.version >= SEQS_CAPPED_SINCE
         return tokens, min(seqs, tokens) if capped else seqs
+
+
+@lru_cache(maxsize=64)
+def _release(engine: str, version: tuple | None) -> R.EngineRelease:
+    """Runtime.release of (engine, version): one frozen EngineRelease per pair, not a new one each read (a serving
+    sizing answer read it ~105,000 times, 0.35 of 3.2 s profiled; docs/performance.md 'Serving sizing')."""
+    return R.EngineRelease(engine, version or R.NEWEST[engine], version is not None)
 
 
 SEQS_CAPPED_SINCE = (0, 19, 0)
