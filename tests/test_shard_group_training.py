@@ -326,14 +326,14 @@ def test_memory_names_the_group_in_its_layout_and_assumptions():
     report = gpuplan.estimate_memory(gpuplan.MemoryInputs(model="llama-3.2-1b", gpus=64, zero=3, shard_group=8))
     assert report.line("layout").value.endswith("ZeRO-3, micro-batch 1 (HSDP: shard 8)"), report.line("layout")
     (group,) = [a for a in report.assumptions if a.key == "shard_group"]
-    assert "8 replica(s) of dp x cp = 64" in group.value and group.user_set
+    assert "8 replicas of dp x cp = 64" in group.value and group.user_set
 
 
 def test_train_states_the_replicas_of_its_layout():
     """N2: train's assumption names the layout's dp x cp (64 / 8 = 8 replicas), not 'dp x cp / shard group'."""
     train = gpuplan.estimate_training(gpuplan.TrainingInputs(**ASK, **FIXED, mfu="predicted", shard_group=8))
     (group,) = [a for a in train.assumptions if a.key == "shard_group"]
-    assert "8 replica(s) of dp x cp = 64" in group.value, group.value
+    assert "8 replicas of dp x cp = 64" in group.value, group.value
 
 
 def test_a_count_no_layout_answers_for_is_not_told_smaller_counts(run_cli):
@@ -397,3 +397,19 @@ def test_megatron_distributed_optimizer_instances_by_hand():
     assert float(grads.calls) * float(grads.bytes_per_call) == 4 * PARAMS == 4_943_257_600
     assert float(across.calls) * float(across.bytes_per_call) == 4 * PARAMS / 8 == 617_907_200
     assert float(across.calls) == float(grads.calls) == 10  # each bucket once a step (4 micro-batches)
+
+
+def test_train_and_budget_say_when_the_group_is_the_whole_data_parallel_group(run_cli):
+    """Review s21 R2 S2: plan's note where the group is all of dp x cp, in train and budget too, and the assumption
+    says one replica. budget llama-3-8b, 100B tokens in 3 days on H100 with --shard-group 64: the deadline's count is
+    64 GPUs, dp 64 (the note says the group set it); train deepseek-v2-lite on 32 GPUs, tp 2: dp 16 = the group."""
+    code, out, err = run_cli("budget", "--model", "llama-3-8b", "--gpu", "h100", "--tokens", "100B", "--days", "3",
+                             "--shard-group", "64", "--mfu", "predicted", "--full")
+    assert code == 0, err
+    assert ("note: the shard group of 64 set the GPU count: it is all of the answer's data-parallel ranks (dp x cp = "
+            "64 on 64 GPUs): one replica, plain sharding, no HSDP") in out
+    assert "shard group 64 = dp x cp: one replica, plain sharding, no HSDP all-reduce" in out
+    code, out, err = run_cli("train", "deepseek-v2-lite", "--framework", "torchtitan", "--ep", "8", "--tp", "2",
+                             "--shard-group", "16", "--tokens", "10B", "--gpu", "h100", "--gpus", "32")
+    assert code == 0, err
+    assert "note: the shard group of 16 is all of the answer's data-parallel ranks (dp x cp = 16 on 32 GPUs)" in out

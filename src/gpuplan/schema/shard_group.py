@@ -53,9 +53,12 @@ def shard_group_assumption(inputs, layout=None) -> tuple:
     if group is None:
         return ()
     data = layout.dp * layout.cp if layout is not None else None
-    replicas = f"{data // group:,} replica(s) of dp x cp = {data:,}" if data else "dp x cp / shard group replicas"
-    shown = (f"HSDP: model states sharded within {group:,} data-parallel ranks, {replicas}; gradient shards "
-             "all-reduced across them")
+    if data == group:  # the group is the whole dp x cp (review s21 R2 S2): no replicas to all-reduce across
+        shown = (f"shard group {group:,} = dp x cp: one replica, plain sharding, no HSDP all-reduce")
+    else:
+        replicas = f"{data // group:,} replicas of dp x cp = {data:,}" if data else "dp x cp / shard group replicas"
+        shown = (f"HSDP: model states sharded within {group:,} data-parallel ranks, {replicas}; gradient shards "
+                 "all-reduced across them")
     return (Assumption("shard_group", "hybrid sharding (HSDP)", shown, "torchtitan@b5bcd76 parallel_dims.py; "
                        "Megatron-Core num_distributed_optimizer_instances; DeepSpeed MiCS; core/comm/dp_costs.py",
                        "--shard-group", True),)

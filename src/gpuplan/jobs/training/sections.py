@@ -343,6 +343,9 @@ def notes(spec, counts, flops: Flops, inputs: TrainingInputs, plan: Plan,
     from gpuplan.jobs.training.layout import no_layout_note  # loaded with the plan (numpy)
 
     out.extend(no_layout_note(inputs, plan))
+    from gpuplan.jobs.plan.fallbacks_told import group_count_note  # plan's note where the group is all of dp x cp
+
+    out.extend(group_count_note(inputs, plan, asked.gpus))
     out.extend(ramp_notes(getattr(time, "ramp", None), plan, inputs) if time is not None else ())
     used = inputs.builtin_defaults_used()
     if used:
