@@ -42,7 +42,7 @@ def check_calibrated_mfu(cal, mfu: float, layout: str, gpus: int, gpu, dtype: st
     if cal is None or not mfu > 1.0:
         return
     raise InputError("calibration", _time_factors(cal), f"its time factors put {layout} on {gpus:,} x {gpu.name} at "
-                     f"{mfu:,.0%} MFU, faster than the {dtype} dense peak ({gpu.peak(dtype) / 1e12:,.0f} TFLOP/s a "
+                     f"{mfu:,.1%} MFU, faster than the {dtype} dense peak ({gpu.peak(dtype) / 1e12:,.0f} TFLOP/s a "
                      "GPU) computes the model's FLOPs; " + REFIT)
 
 

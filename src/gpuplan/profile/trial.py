@@ -226,7 +226,7 @@ def _check_given_peak(settings: TrialSettings, results: dict, dtype: str) -> Non
         return
     achieved = results["achieved_tflops_per_device"]
     raise InputError("peak_tflops", settings.peak_tflops, f"is below the {achieved:.3g} TFLOP/s a device this run "
-                     f"computed (model FLOPs: MFU {results['mfu']:,.0%}); give the device's dense {dtype} peak, at "
+                     f"computed (model FLOPs: MFU {results['mfu']:,.1%}); give the device's dense {dtype} peak, at "
                      f"least {achieved:.3g}, or leave it out")
 
 
