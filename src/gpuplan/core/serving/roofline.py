@@ -87,31 +87,24 @@ def step_time(work: StepWork, spec: ModelSpec, setup: ServingSetup, *, tp: int, 
     and the pipeline hops (pp_hops: on the scale-out network where a hop leaves a scale-up domain). Summed over pp
     stages."""
     eff = setup.efficiency
-    bw, gemm, kv, attention = eff.rates(which, setup.fmt.compute_dtype not in ("fp32", "bf16", "fp16"))
-    # vLLM's int4 linears on sm8x run Marlin, whose 64-row tiles cap its GEMM rate (marlin)
-    gemm = MG.gemm_fraction(setup, fabric, gemm, moe=spec.moe is not None)
+    bw, gemm, kv, attention, combine, per_token, ar_bytes, bf16, custom, allreduces, graph_max = _step_constants(
+        spec, setup, tp, pp, which, act_bytes, fabric)
     layers = spec.num_layers
     # + SGLang's Triton / Marlin MoE writing and summing one hidden row per (token, expert) (moe_combine)
-    moe_rows = work.tokens * layers * MC.combine_bytes_per_token(spec, setup.runtime.release, setup.fmt.name,
-                                                                  act_bytes, fabric) / (bandwidth * bw)
-    elementwise = (work.tokens * layers * KR.elementwise_bytes_per_token(spec, tp, act_bytes) / (bandwidth * bw)
+    moe_rows = work.tokens * layers * combine / (bandwidth * bw)
+    elementwise = (work.tokens * layers * per_token / (bandwidth * bw)
                    + moe_rows)
-    # the all-reduce's elements as the memory report takes them (releases.allreduce_dtype: fp32 compute 4 bytes)
-    ar_bytes, bf16 = allreduce_dtype(setup.fmt.compute_dtype, setup.fmt.name)
     message = allreduce_message_bytes(spec, work.tokens, ar_bytes)
     p2p = setup.runtime.p2p
     link = link if p2p else None  # without GPU P2P the hops go through host memory (kernels.host_path)
     latency = eff.latency(link)
-    custom = KR.custom_allreduce_limit(setup.runtime.release, tp, fabric, eff.custom_allreduce_bytes, p2p,
-                                       spec.hidden_size, dtype_bytes=ar_bytes, bf16=bf16, pp=pp)
     one_allreduce = KR.tp_allreduce_seconds(message, tp, link, latency, fabric=fabric, custom_max_bytes=custom, p2p=p2p)
-    comm = forward_allreduces(spec, setup.runtime.release) * one_allreduce
+    comm = allreduces * one_allreduce
     # + the embedding all-reduce and LM-head all-gather outside the layers (SGLang, vLLM: outside_layers)
     rows = OL.logits_rows(work.tokens, work.sequences, work.prefill)
     comm += OL.outside_layer_comm_seconds(setup.runtime.release, spec, tp, one_allreduce, rows, fabric, p2p)
     comm += pipeline_hop_seconds(message, tp, pp, fabric, link, latency)  # scale-out past a domain (pp_hops)
     release = setup.runtime.release
-    graph_max = graph_max_tokens_at(release, eff.graph_max_tokens, fabric, tp)
     graphed = (work.tokens <= graph_max and work.context <= KR.graph_context_limit_of(release)
                and (not work.prefill or KR.prefill_graphs_of(release)))
     # + the kernels a scheduled graph step runs outside its layers, at the floor's rate a kernel (outside_layers; a
@@ -139,6 +132,30 @@ def step_time(work: StepWork, spec: ModelSpec, setup: ServingSetup, *, tp: int, 
                                                        fmt_name=setup.fmt.name, tokens=work.tokens, tp=tp,
                                                        prefill=work.prefill)
     return replace(step, host_s=host + exposed, issue_s=issue, issue_forward_s=forward, issue_exposed_s=exposed)
+
+
+@lru_cache(maxsize=1024)
+def _step_constants(spec: ModelSpec, setup: ServingSetup, tp: int, pp: int, which: int, act_bytes: int,
+                    fabric: Accelerator | None) -> tuple:
+    """step_time's terms that do not depend on the step (its tokens, sequences, context): the efficiency fractions
+    (bw, gemm, kv, attention), the MoE combine and elementwise bytes a token and layer, the all-reduce's element bytes
+    and bf16 flag, the engine's own all-reduce limit, the all-reduces a forward and the largest graphed step. The
+    same values step_time worked out at every call (a sizing answer: ~14,000 decode steps of ~120 (GPU, TP)), kept by
+    its frozen inputs (docs/performance.md, 'Serving sizing')."""
+    eff = setup.efficiency
+    bw, gemm, kv, attention = eff.rates(which, setup.fmt.compute_dtype not in ("fp32", "bf16", "fp16"))
+    # vLLM's int4 linears on sm8x run Marlin, whose 64-row tiles cap its GEMM rate (marlin)
+    gemm = MG.gemm_fraction(setup, fabric, gemm, moe=spec.moe is not None)
+    release = setup.runtime.release
+    combine = MC.combine_bytes_per_token(spec, release, setup.fmt.name, act_bytes, fabric)
+    per_token = KR.elementwise_bytes_per_token(spec, tp, act_bytes)
+    # the all-reduce's elements as the memory report takes them (releases.allreduce_dtype: fp32 compute 4 bytes)
+    ar_bytes, bf16 = allreduce_dtype(setup.fmt.compute_dtype, setup.fmt.name)
+    custom = KR.custom_allreduce_limit(release, tp, fabric, eff.custom_allreduce_bytes, setup.runtime.p2p,
+                                       spec.hidden_size, dtype_bytes=ar_bytes, bf16=bf16, pp=pp)
+    graph_max = graph_max_tokens_at(release, eff.graph_max_tokens, fabric, tp)
+    return (bw, gemm, kv, attention, combine, per_token, ar_bytes, bf16, custom, forward_allreduces(spec, release),
+            graph_max)
 
 
 def graph_max_tokens_at(release: EngineRelease, configured: int, fabric: Accelerator | None, tp: int) -> int:
