@@ -293,14 +293,19 @@ def check_expert_groups(cfg: dict[str, Any], experts: int, top_k: int) -> None:
                          f"{-(-top_k // (experts // groups))}")
 
 
+WINDOW_FLAG_TYPES = ("qwen2", "qwen3", "qwen2_moe", "qwen3_moe")
+"""Slide only with use_sliding_window true (default False: configuration_qwen2.py@5.25.0 L73/L83, qwen3 L86, qwen2_moe L109)"""
+
+
 def sliding_window(cfg: dict[str, Any]) -> int | None:
-    """The sliding-window size: null (or use_sliding_window false, as Qwen2 ships) for none."""
+    """The sliding-window size: null, or use_sliding_window false (left out, for the WINDOW_FLAG_TYPES), for none."""
     pattern = cfg.get("sliding_window_pattern")  # Gemma 3: every pattern-th layer is global
     if pattern is not None and not (is_finite_number(pattern) and pattern == int(pattern) and pattern >= 1):
         raise InputError("config.json: sliding_window_pattern", pattern, "must be a positive integer (every n-th "
                          "layer is global; Gemma 3: 6)")
     window = cfg.get("sliding_window")
-    if window is None or cfg.get("use_sliding_window") is False:
+    if window is None or cfg.get("use_sliding_window") is False or (
+            cfg.get("model_type") in WINDOW_FLAG_TYPES and cfg.get("use_sliding_window") is not True):
         return None
     if not (is_finite_number(window) and window == int(window) and window >= 1):
         raise InputError("config.json: sliding_window", window, "null for no window, or a positive token count")

@@ -1,0 +1,56 @@
+"""Review R3 (s21) of the hostile wave 23 mends, helper H3: S2 (a Qwen config without use_sliding_window has no window,
+as its config class reads it), S1 (each type's own MLP-width key), S4 (the LoRA no-replica refusal names max_loras)."""
+
+from __future__ import annotations
+
+import pytest
+
+from gpuplan.adapters.hf_config import model_spec_from_hf_config
+
+# ---- S2: use_sliding_window defaults to false for Qwen2 / Qwen3 / Qwen2-MoE / Qwen3-MoE -------------------------------
+
+QWEN = {"hidden_size": 1024, "num_hidden_layers": 32, "num_attention_heads": 16, "num_key_value_heads": 2,
+        "intermediate_size": 4096, "vocab_size": 1000, "max_position_embeddings": 32768, "sliding_window": 4096}
+QWEN_MOE = {"num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 512}
+QWEN_TYPES = {"qwen2": {}, "qwen3": {}, "qwen2_moe": {**QWEN_MOE, "shared_expert_intermediate_size": 512},
+              "qwen3_moe": QWEN_MOE}
+
+
+def _transformers_layers(config: dict) -> tuple[int | None, tuple[str, ...]]:
+    """The window and sliding layers transformers' own config class builds (the installed version), in gpuplan's
+    reading: Qwen3-MoE's modelling slides every layer on the one window (modeling_qwen3_moe.py@5.25.0 L149) whatever
+    its layer_types; a window of None / 0 (Qwen2-MoE's off) is no window."""
+    from transformers import CONFIG_MAPPING
+
+    built = CONFIG_MAPPING[config["model_type"]](**{k: v for k, v in config.items() if k != "model_type"})
+    if not built.sliding_window:
+        return None, ()
+    if config["model_type"] == "qwen3_moe":
+        return built.sliding_window, ("sliding",) * built.num_hidden_layers
+    kinds = tuple("sliding" if t == "sliding_attention" else "full" for t in built.layer_types)
+    return (built.sliding_window, kinds) if "sliding" in kinds else (None, ())
+
+
+@pytest.mark.parametrize("model_type", sorted(QWEN_TYPES))
+@pytest.mark.parametrize("flag", [None, False, True])
+def test_s2_a_qwen_window_slides_only_where_use_sliding_window_is_true(model_type, flag):
+    config = {**QWEN, **QWEN_TYPES[model_type], "model_type": model_type}
+    if flag is not None:
+        config["use_sliding_window"] = flag
+    spec = model_spec_from_hf_config(config)
+    assert (spec.sliding_window, spec.layer_types) == _transformers_layers(config)
+    if flag is not True:  # left out: the class's False (configuration_qwen2.py@5.25.0 L73, L83)
+        assert spec.sliding_window is None and spec.layer_types == ()
+    else:
+        assert spec.sliding_window == 4096
+
+
+def test_s2_the_hand_worked_layers_with_the_flag_true():
+    qwen2 = model_spec_from_hf_config({**QWEN, "model_type": "qwen2", "use_sliding_window": True})
+    assert qwen2.layer_types == ("full",) * 28 + ("sliding",) * 4  # i >= max_window_layers (28)
+    moe = model_spec_from_hf_config({**QWEN, **QWEN_MOE, "model_type": "qwen3_moe", "use_sliding_window": True})
+    assert moe.sliding_window == 4096 and moe.layer_types == ("sliding",) * 32
+    bare = model_spec_from_hf_config({**QWEN, "model_type": "qwen2"})
+    assert bare.sliding_window is None and bare.layer_types == ()
+    mistral = model_spec_from_hf_config({**QWEN, "model_type": "mistral"})  # no flag in MistralConfig: it slides
+    assert mistral.sliding_window == 4096 and mistral.layer_types == ("sliding",) * 32
