@@ -188,6 +188,16 @@ def format_percent(share: float) -> str:
     return f"{share * 100:.3g}%"
 
 
+def format_percent_past(share: float, bound: float = 1.0) -> str:
+    """A share above ``bound`` as a percentage with the fewest decimals (1 to 6) that still read above it: 1.0004 ->
+    '100.04%', 69.035 -> '6,903.5%' (review s21 R3 N8: ':.1%' printed '100.0% MFU, faster than the peak')."""
+    for decimals in range(1, 7):
+        shown = f"{share * 100:,.{decimals}f}"
+        if float(shown.replace(",", "")) > bound * 100:
+            return shown + "%"
+    return f"{share * 100:,.6f}%"
+
+
 def format_count(value: float, digits: int = 3) -> str:
     """7.24e9 -> '7.24B', 999,885,952 -> '1B'; counts of 1e15 and more print as exponents."""
     if abs(value) >= 999.5e12:

@@ -19,7 +19,7 @@ estimate; memory: jobs.memory.estimate), so the CLI, plan files, the web API and
 
 from __future__ import annotations
 
-from gpuplan.core.units import format_bytes
+from gpuplan.core.units import format_bytes, format_percent_past
 from gpuplan.errors import InputError
 
 TIME_FACTORS = ("compute_time", "attention_time", "memory_time", "host_time", "comm_time")
@@ -42,7 +42,7 @@ def check_calibrated_mfu(cal, mfu: float, layout: str, gpus: int, gpu, dtype: st
     if cal is None or not mfu > 1.0:
         return
     raise InputError("calibration", _time_factors(cal), f"its time factors put {layout} on {gpus:,} x {gpu.name} at "
-                     f"{mfu:,.1%} MFU, faster than the {dtype} dense peak ({gpu.peak(dtype) / 1e12:,.0f} TFLOP/s a "
+                     f"{format_percent_past(mfu)} MFU, faster than the {dtype} dense peak ({gpu.peak(dtype) / 1e12:,.0f} TFLOP/s a "
                      "GPU) computes the model's FLOPs; " + REFIT)
 
 

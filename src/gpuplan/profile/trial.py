@@ -32,6 +32,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from gpuplan.adapters.files import write_json_atomic
+from gpuplan.core.units import format_percent_past
 from gpuplan.errors import InputError
 from gpuplan.profile.measurement_file import KIND, SCHEMA_VERSION
 from gpuplan.profile.trial_plan import (
@@ -226,7 +227,7 @@ def _check_given_peak(settings: TrialSettings, results: dict, dtype: str) -> Non
         return
     achieved = results["achieved_tflops_per_device"]
     raise InputError("peak_tflops", settings.peak_tflops, f"is below the {achieved:.3g} TFLOP/s a device this run "
-                     f"computed (model FLOPs: MFU {results['mfu']:,.1%}); give the device's dense {dtype} peak, at "
+                     f"computed (model FLOPs: MFU {format_percent_past(results['mfu'])}); give the device's dense {dtype} peak, at "
                      f"least {achieved:.3g}, or leave it out")
 
 

@@ -16,13 +16,13 @@ from gpuplan.core.economics import io as IO
 from gpuplan.core.economics.evaluation import DEFAULT_EVAL_ITERS, MAX_EVAL_INTERVAL, MAX_EVAL_ITERS
 from gpuplan.core.economics import reliability as R
 from gpuplan.errors import InputError
-from gpuplan.jobs.budget.model import MAX_FAILURE_RATE, MAX_SPOT_PREEMPTIONS
+from gpuplan.jobs.budget.model import MAX_FAILURE_RATE, MAX_RESTART_SECONDS, MAX_SPOT_PREEMPTIONS
 from gpuplan.schema import types as T
 from gpuplan.schema import vocabulary as V
 from gpuplan.schema.base import JobInputs
 
 CONTINGENCY_NAMES = ("restarts", "tuning", "failures", "evaluation")
-WEEK = 7 * 86400.0
+WEEK = MAX_RESTART_SECONDS  # a week in seconds: --restart's and --step-time's bound, named once
 
 
 def _interval(value: Any, info) -> Any:

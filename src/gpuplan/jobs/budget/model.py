@@ -35,6 +35,8 @@ MAX_FAILURE_RATE = 0.01
 validate_settings'): one a GPU every 100 hours (the bound the schema had, now named once)."""
 MAX_SPOT_PREEMPTIONS = 1000
 """The most --spot-preemption taken, reclaims a node-month (the schema's bound and validate_settings')."""
+MAX_RESTART_SECONDS = 7 * 86400.0
+"""The longest --restart taken, a week in seconds (the schema's bound, jobs.budget.fields.WEEK, and validate_settings')."""
 
 
 @dataclass(frozen=True)
@@ -112,8 +114,8 @@ def validate_settings(s: BudgetSettings) -> None:
     if not 0 <= s.spot_preemptions <= MAX_SPOT_PREEMPTIONS:
         raise InputError("spot_preemptions", s.spot_preemptions,
                          bound_words(0, MAX_SPOT_PREEMPTIONS, False, "spot_preemption"))
-    if s.restart_seconds < 0:
-        raise InputError("restart_seconds", s.restart_seconds, "must be 0 or more seconds")
+    if not 0 < s.restart_seconds <= MAX_RESTART_SECONDS:  # NaN fails too (review s21 R3 S3: NaN, 1e30, 0 passed)
+        raise InputError("restart_seconds", s.restart_seconds, bound_words(0, MAX_RESTART_SECONDS, True, "restart", "s"))
     if s.spot_discount is not None and not 0 <= s.spot_discount < 1:
         raise InputError("spot_discount", s.spot_discount, "must be a fraction in [0, 1)")
     for name, share in s.contingency:
