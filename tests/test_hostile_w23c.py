@@ -54,3 +54,57 @@ def test_s2_the_hand_worked_layers_with_the_flag_true():
     assert bare.sliding_window is None and bare.layer_types == ()
     mistral = model_spec_from_hf_config({**QWEN, "model_type": "mistral"})  # no flag in MistralConfig: it slides
     assert mistral.sliding_window == 4096 and mistral.layer_types == ("sliding",) * 32
+
+
+# ---- S1: each type's own MLP-width key ------------------------------------------------------------------------------
+
+LLAMA = {"model_type": "llama", "hidden_size": 2048, "num_hidden_layers": 4, "num_attention_heads": 16,
+         "num_key_value_heads": 4, "vocab_size": 1000, "max_position_embeddings": 4096}
+GPT2 = {"model_type": "gpt2", "n_embd": 768, "n_layer": 2, "n_head": 12, "vocab_size": 1000, "n_positions": 1024}
+FALCON = {"model_type": "falcon", "hidden_size": 4544, "num_hidden_layers": 2, "num_attention_heads": 71,
+          "vocab_size": 1000, "multi_query": True, "parallel_attn": True, "bias": False}
+
+
+@pytest.mark.parametrize("other", ["n_inner", "ffn_hidden_size", "intermediate_size_mlp"])
+def test_s1_a_llama_width_under_another_types_key_is_refused(other):
+    from gpuplan.errors import InputError
+
+    with pytest.raises(InputError) as refusal:
+        model_spec_from_hf_config({**LLAMA, other: 14336})  # LlamaConfig ignores the key: it builds 11,008
+    assert str(refusal.value) == ("config.json: intermediate_size: got no value; a llama config must state its MLP "
+                                  "width: transformers would build LlamaConfig's default 11,008 whatever hidden_size is")
+
+
+@pytest.mark.parametrize("config, stray, width", [
+    (GPT2, "intermediate_size", 4 * 768),  # GPT2Config keeps n_inner None: 4 x n_embd (modeling_gpt2.py L252)
+    (GPT2, "ffn_hidden_size", 4 * 768),
+    ({**GPT2, "model_type": "gpt_bigcode"}, "intermediate_size", 4 * 768),
+    (FALCON, "intermediate_size", 4 * 4544),  # FalconConfig: ffn_hidden_size None -> 4 x hidden (L97-98)
+    (FALCON, "n_inner", 4 * 4544)])
+def test_s1_a_four_x_type_ignores_other_keys(config, stray, width):
+    assert model_spec_from_hf_config({**config, stray: 1000}).mlp.intermediate_size == width
+
+
+@pytest.mark.parametrize("config, own, width", [(GPT2, "n_inner", 1000), (FALCON, "ffn_hidden_size", 1000),
+                                                 ({**LLAMA, "model_type": "mistral"}, "intermediate_size", 5632)])
+def test_s1_the_types_own_key_is_read(config, own, width):
+    assert model_spec_from_hf_config({**config, own: width}).mlp.intermediate_size == width
+
+
+def test_s1_the_named_class_defaults_are_the_installed_ones():
+    """Each refusal's 'transformers would build X's default N' against the installed transformers' classes."""
+    import transformers
+
+    from gpuplan.adapters.mlp_width import CLASS_WIDTHS, WIDTH_KEYS
+
+    for model_type, (name, width) in CLASS_WIDTHS.items():
+        key = WIDTH_KEYS.get(model_type, "intermediate_size").split(".")[-1]
+        built = transformers.DbrxConfig().ffn_config if model_type == "dbrx" else getattr(transformers, name)()
+        assert getattr(built, key) == width, (model_type, name)
+
+
+def test_s1_the_width_bound_holds_under_every_key():
+    from gpuplan.errors import InputError
+
+    with pytest.raises(InputError, match=r"^config.json: n_inner: got 16777217; must be at most 16,777,216$"):
+        model_spec_from_hf_config({**GPT2, "n_inner": (1 << 24) + 1})

@@ -18,7 +18,6 @@ from typing import Any
 
 from gpuplan.adapters.architectures import check_architecture
 from gpuplan.adapters.config_fields import (
-    FOUR_X_WIDTH_TYPES,
     KNOWN_LAYER_TYPES,
     activation_clamp,
     check_expert_groups,
@@ -37,6 +36,7 @@ from gpuplan.adapters.config_fields import (
     sliding_window,
     yarn_attention_factor,
 )
+from gpuplan.adapters.mlp_width import mlp_width
 from gpuplan.adapters.quant_fields import check_quantization_config
 from gpuplan.adapters.window_layers import default_layer_types
 from gpuplan.core.model.spec import AttentionSpec, MLPSpec, ModelSpec, MoESpec
@@ -109,7 +109,7 @@ _GEMMA3_DEFAULTS = {"vocab_size": 262208, "num_attention_heads": 8, "num_key_val
 # GPT-2: configuration_gpt2.py, GPT2Config.__init__ (dropouts 0.1, activation gelu_new).
 _GPT2_DEFAULTS = {"resid_pdrop": 0.1, "attn_pdrop": 0.1, "embd_pdrop": 0.1, "activation_function": "gelu_new"}
 # GPTBigCode: configuration_gpt_bigcode.py@5.25.0 L59-77 (n_positions 1024, gelu_pytorch_tanh, dropouts 0.1,
-# multi_query true); n_inner None is 4 x n_embd (modeling_gpt_bigcode.py L264), int_field's default below.
+# multi_query true); n_inner None is 4 x n_embd (modeling_gpt_bigcode.py L264), mlp_width's default.
 _BIGCODE_DEFAULTS = {"n_positions": 1024, "activation_function": "gelu_pytorch_tanh", "resid_pdrop": 0.1,
                      "embd_pdrop": 0.1, "attn_pdrop": 0.1, "multi_query": True}
 # OLMo 3 / GPT-OSS: their sliding window when config.json leaves it out (configuration_olmo3.py@5.25.0 L85: 4096;
@@ -344,9 +344,7 @@ def _model_spec(config: dict[str, Any], name: str, source: str, override: str | 
     layers = int_field(cfg, "num_hidden_layers", "n_layer", "num_layers")
     vocab = int_field(cfg, "vocab_size", minimum=2)  # one token: nothing to predict
     attention = _attention(cfg, traits, hidden)
-    dense_width_keys = ("intermediate_size_mlp",) if model_type == "llama4_text" else ()  # Llama 4 dense layers
-    intermediate = int_field(cfg, *dense_width_keys, "intermediate_size", "n_inner", "ffn_hidden_size",
-                              default=4 * hidden if model_type in FOUR_X_WIDTH_TYPES else None)
+    intermediate = mlp_width(cfg, model_type, hidden)  # the type's own key (review R3 S1)
     mlp_bias = cfg.get("mlp_bias", cfg.get("bias"))
     mlp = MLPSpec(intermediate_size=intermediate, gated=traits.gated_mlp,
                   bias=traits.mlp_bias if mlp_bias is None else bool(mlp_bias),
