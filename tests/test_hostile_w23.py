@@ -281,13 +281,13 @@ def test_6_lora_slots_no_replica_holds_are_named_with_their_remedy(run_cli, clie
 
     # one slot of rank 512 on llama-3.1-8b: 512 x (q 8,192 + k 5,120 + v 5,120 + o 8,192 + 3 x 18,432 MLP in + out)
     # x 32 layers x 2 bytes = 2.684 GB; 4,096 slots = 10,995 GB, more than any replica of one NVLink domain holds
-    words = ("rps: got '1'; sizes replicas within one NVLink domain, and no catalog GPU type holds llama-3.1-8b (bf16) "
-             "with one 4,096-token sequence and 4,096 LoRA slots of rank 512 (10,995 GB before tensor parallelism) on "
-             "one such replica: fewer or lower-rank slots (--max-loras, --max-lora-rank), a smaller format "
-             "(--quantization) or a shorter --context / --prompt")
+    words = ("max_loras: got 4096; 4,096 LoRA slots of rank 512 (10,995 GB before tensor parallelism) leave no catalog "
+             "GPU type room for one 4,096-token sequence of llama-3.1-8b (bf16) within one NVLink domain, which its "
+             "weights alone leave: fewer or lower-rank slots (--max-loras, --max-lora-rank)")  # review R3 S4: max_loras
     flags = [f"--{k.replace('_', '-')}={v}" for k, v in LORA_ASK.items() if k != "model"]
-    assert field_refusal(run_cli("infer", "--model", "llama-3.1-8b", *flags), "rps") == f"error: {words}\n"
-    assert web_refusal(client.post("/api/inference", json=LORA_ASK), "rps") == words
+    assert field_refusal(run_cli("infer", "--model", "llama-3.1-8b", *flags), "max_loras") == f"error: {words}\n"
+    # the plan-file door: tests/test_hostile_w23c.py test_s4 (four doors)
+    assert web_refusal(client.post("/api/inference", json=LORA_ASK), "max_loras") == words
     with pytest.raises(gpuplan.InputError) as api:
         gpuplan.estimate_inference(gpuplan.InferenceInputs(**LORA_ASK))
     assert str(api.value) == words

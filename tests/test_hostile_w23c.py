@@ -108,3 +108,32 @@ def test_s1_the_width_bound_holds_under_every_key():
 
     with pytest.raises(InputError, match=r"^config.json: n_inner: got 16777217; must be at most 16,777,216$"):
         model_spec_from_hf_config({**GPT2, "n_inner": (1 << 24) + 1})
+
+
+# ---- S4: the LoRA no-replica refusal names max_loras where the weights alone fit; numbers echoed as numbers ---------
+
+SLOTS_ASK = {"model": "llama-3.1-8b", "gpu": "h100", "rps": 1, "ttft_p99": "1s", "tpot": "50ms", "max_loras": 4096,
+             "max_lora_rank": 512}
+
+
+def test_s4_slots_that_alone_leave_no_replica_name_max_loras_at_every_door(run_cli, client, tmp_path):
+    from tests.helpers import four_door_refusal
+
+    # one slot of rank 512 on llama-3.1-8b: 512 x (q 4,096 + 4,096 + k / v 2 x (4,096 + 1,024) + o 8,192 + gate / up
+    # 2 x (4,096 + 14,336) + down 18,432) x 32 layers x 2 bytes = 2.684 GB; 4,096 slots = 10,995 GB; 16 GB of weights
+    # alone fit an H100 with room for one 4,096-token sequence
+    words = four_door_refusal(run_cli, client, tmp_path, "infer", "inference", SLOTS_ASK, "max_loras", "")
+    assert words == ("max_loras: got 4096; 4,096 LoRA slots of rank 512 (10,995 GB before tensor parallelism) leave no "
+                     "catalog GPU type room for one 4,096-token sequence of llama-3.1-8b (bf16) within one NVLink "
+                     "domain, which its weights alone leave: fewer or lower-rank slots (--max-loras, --max-lora-rank)")
+
+
+@pytest.mark.parametrize("lora", [{}, {"max_loras": 4}])
+def test_s4_where_the_weights_alone_leave_none_rps_is_named_as_a_number(run_cli, client, tmp_path, lora):
+    from tests.helpers import four_door_refusal
+
+    ask = {"model": "llama-3.1-405b", "rps": 1, "ttft_p99": "1h", "tpot": "1min", "context": 16_000_000, **lora}
+    words = four_door_refusal(run_cli, client, tmp_path, "infer", "inference", ask, "rps", "")
+    assert words.startswith("rps: got 1; sizes replicas within one NVLink domain, and no catalog GPU type holds "
+                            "llama-3.1-405b (bf16) with one 16,000,000-token sequence"), words
+    assert ("and 4 LoRA slots of rank 16 (4.99 GB before tensor parallelism)" in words) == bool(lora), words

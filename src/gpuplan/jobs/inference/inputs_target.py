@@ -13,7 +13,7 @@ import math
 
 from gpuplan.core.serving import request_path as RP
 from gpuplan.core.serving.load import LoadTarget, replica_at
-from gpuplan.errors import InputError
+from gpuplan.errors import InputError, whole_or
 
 TRICKLE = 1e-6
 """Requests per second of the idle replica: max_rate's first probe (core.serving.load)."""
@@ -57,8 +57,15 @@ def check_target_met(inputs, plan, target: LoadTarget, steps: dict[str, dict]) -
             raise InputError("max_num_seqs", inputs.max_num_seqs, "vLLM refuses it on every GPU type that holds "
                              f"the model ({'; '.join(refused)}: default max_num_batched_tokens below it); give "
                              "--prefill-tokens at least as large, or a smaller --max-num-seqs")
+    if not idle and plan.setup.lora is not None and _fits_without_slots(plan):  # review R3 S4: the slots' own input
+        lora = plan.setup.lora
+        raise InputError("max_loras", lora.max_loras, f"{lora.max_loras:,} LoRA slots of rank {lora.rank} "
+                         f"({slot_gb(plan)} GB before tensor parallelism) leave no catalog GPU type room for one "
+                         f"{plan.context:,}-token sequence of {plan.spec.name} ({plan.setup.fmt.name}) within one "
+                         "NVLink domain, which its weights alone leave: fewer or lower-rank slots (--max-loras, "
+                         "--max-lora-rank)")
     if not idle:
-        raise InputError("rps", f"{inputs.rps:g}", f"sizes replicas within one NVLink domain, and no catalog GPU type holds "
+        raise InputError("rps", whole_or(inputs.rps), f"sizes replicas within one NVLink domain, and no catalog GPU type holds "
                          f"{plan.spec.name} ({plan.setup.fmt.name}) with one {plan.context:,}-token sequence"
                          f"{_lora_words(plan)}a smaller format (--quantization) or a shorter --context / --prompt")
     ttft, tpot = target.ttft_p99, target.tpot
@@ -89,7 +96,40 @@ def _lora_words(plan) -> str:
         return " on one such replica: "
     from gpuplan.core.serving.lora import slot_bytes_per_gpu
 
-    size = slot_bytes_per_gpu(plan.spec, lora, 1) / 1e9
-    shown = f"{size:,.0f}" if size >= 10 else f"{size:.3g}"
-    return (f" and {lora.max_loras:,} LoRA slots of rank {lora.rank} ({shown} GB before tensor parallelism) on one "
-            "such replica: fewer or lower-rank slots (--max-loras, --max-lora-rank), ")
+    return (f" and {lora.max_loras:,} LoRA slots of rank {lora.rank} ({slot_gb(plan)} GB before tensor parallelism) on "
+            "one such replica: fewer or lower-rank slots (--max-loras, --max-lora-rank), ")
+
+
+def slot_gb(plan) -> str:
+    """The LoRA slots' GB at tp 1 (core.serving.lora.slot_bytes_per_gpu), as the refusals word it: 3 significant figures,
+    thousands grouped ('10,995', '1.07')."""
+    from gpuplan.core.serving.lora import slot_bytes_per_gpu
+
+    return gb_text(slot_bytes_per_gpu(plan.spec, plan.setup.lora, 1))
+
+
+def gb_text(size_bytes: float) -> str:
+    """Bytes as GB (1e9) to 3 significant figures, whole GB from 10 on, thousands grouped: the LoRA refusal's and
+    memory note's one rounding (review R3 N12)."""
+    size = size_bytes / 1e9
+    return f"{size:,.0f}" if size >= 10 else f"{size:.3g}"
+
+
+def _fits_without_slots(plan) -> bool:
+    """Whether some GPU type and TP the sizing searches holds one sequence of ``plan`` without its LoRA slots
+    (serving.max_sequences_at, as sizing._tp_steps asks it): then the slots alone leave no replica."""
+    from dataclasses import replace
+
+    from gpuplan.jobs.inference.resolve import plan_on_gpu
+    from gpuplan.jobs.inference.serving import max_sequences_at, search_tps, serving_gpus
+
+    bare = replace(plan, setup=replace(plan.setup, lora=None))
+    for gpu in serving_gpus(bare):
+        on_gpu = plan_on_gpu(bare, gpu)
+        for tp in search_tps(gpu):
+            try:
+                if max_sequences_at(on_gpu, gpu, tp) >= 1:
+                    return True
+            except InputError:  # tp does not divide the heads
+                continue
+    return False
