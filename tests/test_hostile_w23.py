@@ -304,7 +304,7 @@ def test_6_without_rps_the_memory_answer_names_the_slots(run_json):
     out = run_json("infer", "--model", "llama-3.1-8b", "--gpu", "h100", "--max-loras", "4096", "--max-lora-rank", "512")
     lines = {line["key"]: line for section in out["sections"] for line in section["lines"]}
     assert lines["fits"]["text"] == "NO (weights and LoRA slots exceed it)", lines["fits"]
-    assert any("or fewer or lower-rank LoRA slots (--max-loras, --max-lora-rank: 10,995.12 GB a GPU)" in note
+    assert any("or fewer or lower-rank LoRA slots (--max-loras, --max-lora-rank: 10,995 GB a GPU)" in note
                for note in out["notes"]), out["notes"]
     big = run_json("infer", "--model", "llama-3.1-405b", "--gpu", "h100", "--enable-lora")  # 810 GB of weights
     big_lines = {line["key"]: line for section in big["sections"] for line in section["lines"]}

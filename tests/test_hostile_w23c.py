@@ -7,7 +7,7 @@ import pytest
 
 from gpuplan.adapters.hf_config import model_spec_from_hf_config
 
-# ---- S2: use_sliding_window defaults to false for Qwen2 / Qwen3 / Qwen2-MoE / Qwen3-MoE -------------------------------
+# ---- S2: use_sliding_window defaults to false for Qwen2 / Qwen3 / Qwen2-MoE / Qwen3-MoE ------------------------------
 
 QWEN = {"hidden_size": 1024, "num_hidden_layers": 32, "num_attention_heads": 16, "num_key_value_heads": 2,
         "intermediate_size": 4096, "vocab_size": 1000, "max_position_embeddings": 32768, "sliding_window": 4096}
@@ -72,7 +72,8 @@ def test_s1_a_llama_width_under_another_types_key_is_refused(other):
     with pytest.raises(InputError) as refusal:
         model_spec_from_hf_config({**LLAMA, other: 14336})  # LlamaConfig ignores the key: it builds 11,008
     assert str(refusal.value) == ("config.json: intermediate_size: got no value; a llama config must state its MLP "
-                                  "width: transformers would build LlamaConfig's default 11,008 whatever hidden_size is")
+                                  "width: transformers would build LlamaConfig's default 11,008 whatever hidden_size "
+                                  "is")
 
 
 @pytest.mark.parametrize("config, stray, width", [
@@ -137,3 +138,24 @@ def test_s4_where_the_weights_alone_leave_none_rps_is_named_as_a_number(run_cli,
     assert words.startswith("rps: got 1; sizes replicas within one NVLink domain, and no catalog GPU type holds "
                             "llama-3.1-405b (bf16) with one 16,000,000-token sequence"), words
     assert ("and 4 LoRA slots of rank 16 (4.99 GB before tensor parallelism)" in words) == bool(lora), words
+
+
+# ---- N12: one LoRA-fit test and one GB rounding for the fits line, the note and the refusal -------------------------
+
+@pytest.mark.parametrize("weights, slots, usable, fills", [
+    (100e9, 30e9, 80e9, True),   # 70 GB without the slots: the slots leave no room
+    (110e9, 30e9, 80e9, False),  # exactly 80 GB without them: equality names the weights in both texts
+    (120e9, 30e9, 80e9, False),  # 90 GB without them: the weights alone exceed it
+    (100e9, 0.0, 80e9, False)])  # no slots
+def test_n12_the_fits_line_and_the_note_share_one_test(weights, slots, usable, fills):
+    from types import SimpleNamespace
+
+    from gpuplan.jobs.inference.memory_report import slots_fill_it
+
+    assert slots_fill_it(SimpleNamespace(weights=weights, lora_slots=slots, usable=usable)) is fills
+
+
+def test_n12_one_rounding_of_the_slot_gb():
+    from gpuplan.jobs.inference.memory_report import gb_text
+
+    assert (gb_text(10_995.116e9), gb_text(4.987e9), gb_text(1.0737e9)) == ("10,995", "4.99", "1.07")

@@ -19,7 +19,8 @@ from gpuplan.core.serving import kv_cache as K
 from gpuplan.core.units import NO_PRICE_TEXT, format_bytes, format_usd, plural
 from gpuplan.jobs.inference.alternatives import instead_section, search_section, search_table
 from gpuplan.jobs.inference.assumptions import assumptions
-from gpuplan.jobs.inference.memory_report import engine_log_section, memory_section, weights_added
+from gpuplan.jobs.inference.memory_report import (engine_log_section, gb_text, memory_section, slots_fill_it,
+                                                   weights_added)
 from gpuplan.jobs.inference.resolve import Plan, resolve_plan
 from gpuplan.jobs.inference.schema import InferenceInputs
 from gpuplan.jobs.inference.serving import Serving, evaluate, price_for, search_configurations
@@ -272,10 +273,9 @@ def _notes(plan: Plan, serving: Serving, inputs: InferenceInputs) -> tuple[str, 
     notes = list(plan.notes) + list(plan.spec.notes)
     if inputs.rps is None and serving.memory.kv_budget <= 0:  # with --rps the sizing is the answer, not 1 GPU
         m = serving.memory  # hostile wave 23: 4,096 slots of rank 512 were told only the first three remedies
-        slots = m.lora_slots if m.weights - m.lora_slots < m.usable else 0.0  # where the slots are what fills it
+        slots = f", or fewer or lower-rank LoRA slots (--max-loras, --max-lora-rank: {gb_text(m.lora_slots)} GB a GPU)"
         notes.append("no memory left for the KV cache on this layout: use more GPUs (tp), a smaller format "
-                     "(int4, fp8) or a larger GPU" + (f", or fewer or lower-rank LoRA slots (--max-loras, "
-                                                       f"--max-lora-rank: {slots / 1e9:,.2f} GB a GPU)" if slots else ""))
+                     "(int4, fp8) or a larger GPU" + (slots if slots_fill_it(m) else ""))  # where the slots fill it
     elif inputs.rps is None and serving.max_sequences < inputs.batch:
         notes.append(f"only {plural(serving.max_sequences, 'sequence')} of {plan.context:,} tokens fit, not {inputs.batch}: "
                      "the engine would queue or preempt the rest")

@@ -65,8 +65,8 @@ def check_target_met(inputs, plan, target: LoadTarget, steps: dict[str, dict]) -
                          "NVLink domain, which its weights alone leave: fewer or lower-rank slots (--max-loras, "
                          "--max-lora-rank)")
     if not idle:
-        raise InputError("rps", whole_or(inputs.rps), f"sizes replicas within one NVLink domain, and no catalog GPU type holds "
-                         f"{plan.spec.name} ({plan.setup.fmt.name}) with one {plan.context:,}-token sequence"
+        raise InputError("rps", whole_or(inputs.rps), "sizes replicas within one NVLink domain, and no catalog GPU type "
+                         f"holds {plan.spec.name} ({plan.setup.fmt.name}) with one {plan.context:,}-token sequence"
                          f"{_lora_words(plan)}a smaller format (--quantization) or a shorter --context / --prompt")
     ttft, tpot = target.ttft_p99, target.tpot
     fastest_ttft = min(idle)
@@ -101,18 +101,12 @@ def _lora_words(plan) -> str:
 
 
 def slot_gb(plan) -> str:
-    """The LoRA slots' GB at tp 1 (core.serving.lora.slot_bytes_per_gpu), as the refusals word it: 3 significant figures,
-    thousands grouped ('10,995', '1.07')."""
+    """The LoRA slots' GB at tp 1 (core.serving.lora.slot_bytes_per_gpu), as the refusals word it (gb_text:
+    3 significant figures, whole GB from 10 on)."""
     from gpuplan.core.serving.lora import slot_bytes_per_gpu
+    from gpuplan.jobs.inference.memory_report import gb_text
 
     return gb_text(slot_bytes_per_gpu(plan.spec, plan.setup.lora, 1))
-
-
-def gb_text(size_bytes: float) -> str:
-    """Bytes as GB (1e9) to 3 significant figures, whole GB from 10 on, thousands grouped: the LoRA refusal's and
-    memory note's one rounding (review R3 N12)."""
-    size = size_bytes / 1e9
-    return f"{size:,.0f}" if size >= 10 else f"{size:.3g}"
 
 
 def _fits_without_slots(plan) -> bool:
