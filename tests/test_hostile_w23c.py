@@ -159,3 +159,33 @@ def test_n12_one_rounding_of_the_slot_gb():
     from gpuplan.jobs.inference.memory_report import gb_text
 
     assert (gb_text(10_995.116e9), gb_text(4.987e9), gb_text(1.0737e9)) == ("10,995", "4.99", "1.07")
+
+
+# ---- N2, N6, N10 ----------------------------------------------------------------------------------------------------
+
+def test_n2_a_stated_layer_types_list_with_no_sliding_entry_has_no_window():
+    olmo = {"model_type": "olmo3", "hidden_size": 1024, "num_hidden_layers": 4, "num_attention_heads": 16,
+            "num_key_value_heads": 16, "intermediate_size": 4096, "vocab_size": 1000, "max_position_embeddings": 8192,
+            "sliding_window": 1024}
+    stated = model_spec_from_hf_config({**olmo, "layer_types": ["full_attention"] * 4})
+    assert stated.sliding_window is None and stated.layer_types == ()  # as the default path answers (was 1024)
+    default = model_spec_from_hf_config(olmo)  # Olmo3Config: sliding unless (i + 1) % 4 == 0
+    assert default.sliding_window == 1024 and default.layer_types == ("sliding", "sliding", "sliding", "full")
+
+
+def test_n6_ndarray_takes_an():
+    from gpuplan.errors import a_or_an
+
+    assert [a_or_an(w) for w in ("ndarray", "list", "int", "E", "uint8", "NoneType")] == \
+        ["an ndarray", "a list", "an int", "an E", "a uint8", "a NoneType"]
+
+
+def test_n10_the_web_no_fit_refusal_names_the_config_the_body_sent(client):
+    from tests.helpers import web_refusal
+
+    huge = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 1 << 20,
+            "intermediate_size": 1 << 22, "num_attention_heads": 8192, "num_key_value_heads": 8,
+            "num_hidden_layers": 10_000, "vocab_size": 128256, "max_position_embeddings": 8192}
+    words = web_refusal(client.post("/api/plan", json={"config": huge, "tokens": "1e18", "gpu": "h100"}), "config",
+                        "no layout fits")
+    assert words.startswith("config: got 'config.json'; no layout fits NVIDIA H100"), words

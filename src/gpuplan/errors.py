@@ -79,8 +79,10 @@ def shown(value: object) -> str:
 
 def a_or_an(word: str) -> str:
     """``word`` with its indefinite article as a refusal writes a type's name: 'a list', 'an int', 'an ndarray', 'an E'
-    (review s20b N8: 'a E'). 'an' before a, e, i, o (not u: 'a uint8') and a one-letter name said with a vowel sound."""
-    vowel = word[:1].lower() in ("a", "e", "i", "o") or (len(word) == 1 and word.upper() in "AEFHILMNORSX")
+    (review s20b N8: 'a E'). 'an' before a, e, i, o (not u: 'a uint8'), a one-letter name said with a vowel sound, and
+    numpy's ndarray, said 'en-dee-array' (review s21 R3 N6: it gave 'a ndarray')."""
+    vowel = word[:1].lower() in ("a", "e", "i", "o") or (len(word) == 1 and word.upper() in "AEFHILMNORSX") \
+        or word.lower().startswith("ndarray")
     return f"{'an' if vowel else 'a'} {word}"
 
 

@@ -243,9 +243,9 @@ def _layer_types(cfg: dict[str, Any], num_layers: int) -> tuple[int | None, tupl
     window = sliding_window(cfg)
     if window is None:
         return None, ()
-    if types:
-        return window, tuple("sliding" if "sliding" in t else "full" for t in types)
-    kinds = default_layer_types(cfg, num_layers)  # as the type's config class builds them
+    # stated, else as the type's config class builds them; none sliding: no window either way (review R3 N2)
+    kinds = tuple("sliding" if "sliding" in t else "full" for t in types) if types else \
+        default_layer_types(cfg, num_layers)
     return (window, kinds) if "sliding" in kinds else (None, ())
 
 

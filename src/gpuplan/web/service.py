@@ -353,4 +353,7 @@ def _without_path(exc: InputError, path: Path) -> InputError:
             return text
         return text.replace(str(path), "config.json").replace(str(path.parent), "config.json")
 
-    return exc.retold(clean(exc.field), clean(exc.value), clean(exc.expected))
+    field, value = clean(exc.field), clean(exc.value)
+    if field == "model" and value == "config.json":  # the body sent `config`, not `model` (review s21 R3 N10)
+        field = "config"
+    return exc.retold(field, value, clean(exc.expected))
