@@ -189,3 +189,14 @@ def test_n10_the_web_no_fit_refusal_names_the_config_the_body_sent(client):
     words = web_refusal(client.post("/api/plan", json={"config": huge, "tokens": "1e18", "gpu": "h100"}), "config",
                         "no layout fits")
     assert words.startswith("config: got 'config.json'; no layout fits NVIDIA H100"), words
+
+
+@pytest.mark.parametrize("model_type, extra", [
+    ("qwen2_moe", {**QWEN_MOE, "use_sliding_window": True, "sliding_window": None}),
+    ("qwen2", {"use_sliding_window": False, "layer_types": ["sliding_attention"] * 32}),
+    ("qwen2", {"layer_types": ["sliding_attention"] * 32})])
+def test_n1_sliding_layers_with_no_window_read_as_windowless(model_type, extra):
+    """transformers builds sliding layers with no window here, which cannot run; gpuplan reads them windowless
+    (docs/catalog-models.md), not refused as class_defaults refuses OLMo 3's / Gemma's null window."""
+    spec = model_spec_from_hf_config({**QWEN, **extra, "model_type": model_type})
+    assert spec.sliding_window is None and spec.layer_types == ()
