@@ -194,6 +194,28 @@ def time_box():
     signal.signal(signal.SIGALRM, previous)
 
 
+@pytest.fixture(autouse=True)
+def serving_memos_follow_patches(request):
+    """A test that monkeypatches starts and ends with the serving memos empty (core.serving.roofline._step_constants,
+    core.serving.step_memo): they remember decode steps by the step's inputs, so a patched module constant or rule
+    (GF.GRAPH_KERNEL_S, KR.own_kernel_off) would otherwise read a table made before (or leave one made under) the
+    patch. Nothing is cleared for the other tests, nor when serving was never imported."""
+    import sys
+
+    patches = "monkeypatch" in request.fixturenames
+
+    def forget():
+        roofline, memo = (sys.modules.get(f"gpuplan.core.serving.{name}") for name in ("roofline", "step_memo"))
+        if patches and roofline is not None:
+            roofline._step_constants.cache_clear()
+        if patches and memo is not None:
+            memo.clear()
+
+    forget()
+    yield
+    forget()
+
+
 @pytest.fixture(scope="session", autouse=True)
 def cli_commands_built_once():
     """Each `gpuplan <command>` built once a session, as once a process: gpuplan.cli.LazyGroup.get_command imports

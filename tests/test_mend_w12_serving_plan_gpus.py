@@ -5,6 +5,7 @@ from helpers import field_refusal
 
 
 def test_plan_on_one_gpu_says_1_gpu(run_cli):
-    line = field_refusal(run_cli("plan", "--model", "llama-3-70b", "--gpu", "h100", "--gpus", "1"), "memory",
-                         "margin on 1 GPU;")
+    # since review s21 H2 the refusal names the input (gpus), not 'memory', and gives the best GiB after the count
+    line = field_refusal(run_cli("plan", "--model", "llama-3-70b", "--gpu", "h100", "--gpus", "1"), "gpus",
+                         "margin on 1 GPU (at best 1,333.1 GiB a GPU)")
     assert "1 GPUs" not in line

@@ -8,7 +8,8 @@ import pytest
 
 from gpuplan.core.units import format_percent_past
 from gpuplan.errors import InputError
-from gpuplan.jobs.budget.model import MAX_RESTART_SECONDS, BudgetSettings, validate_settings
+from gpuplan.jobs.budget.bounds import MAX_RESTART_SECONDS
+from gpuplan.jobs.budget.model import BudgetSettings, validate_settings
 
 
 @pytest.mark.parametrize("seconds", [math.nan, 1e30, 0.0, -1.0, MAX_RESTART_SECONDS * 1.001])

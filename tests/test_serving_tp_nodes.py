@@ -77,10 +77,18 @@ def test_tp16_on_h100_decode_pays_the_network_and_says_so(monkeypatch):
         report = estimate_inference(InferenceInputs(search=False, model="llama-3-70b", gpu="h100", tp=16))
         return report.to_dict()["results"], report.notes
 
+    from gpuplan.core.serving import roofline, step_memo
+
+    def forget():  # the step's constants and decode tables are remembered by their inputs, not by KR's rule
+        roofline._step_constants.cache_clear()
+        step_memo.clear()
+
     after, notes = results()
     with monkeypatch.context() as patch:  # the rule off: the own kernel on the scale-up link, as before
         patch.setattr(KR, "own_kernel_off", lambda engine, tp, fabric: False)  # spans_domains and vLLM's sizes (B3)
+        forget()
         before, _ = results()
+    forget()
     assert after["tpot"] - before["tpot"] == pytest.approx(161 * (26.400e-6 - 8.085e-6), rel=2e-3)
     assert after["ttft"] == pytest.approx(before["ttft"], rel=1e-12)
     assert any("spans 2 scale-up domains of 8" in n and "timed as NCCL's over the scale-out network" in n

@@ -16,7 +16,7 @@ from gpuplan.core.economics import io as IO
 from gpuplan.core.economics.evaluation import DEFAULT_EVAL_ITERS, MAX_EVAL_INTERVAL, MAX_EVAL_ITERS
 from gpuplan.core.economics import reliability as R
 from gpuplan.errors import InputError
-from gpuplan.jobs.budget.model import MAX_FAILURE_RATE, MAX_RESTART_SECONDS, MAX_SPOT_PREEMPTIONS
+from gpuplan.jobs.budget.bounds import MAX_FAILURE_RATE, MAX_RESTART_SECONDS, MAX_SPOT_PREEMPTIONS
 from gpuplan.schema import types as T
 from gpuplan.schema import vocabulary as V
 from gpuplan.schema.base import JobInputs

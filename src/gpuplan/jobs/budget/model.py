@@ -19,6 +19,7 @@ from gpuplan.core.economics import io as IO
 from gpuplan.core.economics.evaluation import MAX_EVAL_INTERVAL, MAX_EVAL_ITERS
 from gpuplan.core.memory import training as M
 from gpuplan.core.economics import reliability as R
+from gpuplan.jobs.budget.bounds import MAX_FAILURE_RATE, MAX_RESTART_SECONDS, MAX_SPOT_PREEMPTIONS
 from gpuplan.core.hardware import Accelerator
 from gpuplan.core.model.spec import ModelSpec
 from gpuplan.core.units import format_percent, format_usd_per_gpu_hour
@@ -30,13 +31,6 @@ from gpuplan.schema.bound_words import bound_words
 DEFAULT_GLOBAL_BATCH_TOKENS = 4 * 2**20
 DEFAULT_DEVICES_PER_NODE = 8  # when the hardware catalog names no host size (DGX/HGX: 8)
 SCALING_FACTORS = (0.25, 0.5, 1.0, 2.0, 4.0)
-MAX_FAILURE_RATE = 0.01
-"""The most --failure-rate taken, interruptions a GPU-hour (the schema's bound, jobs.budget.fields, and
-validate_settings'): one a GPU every 100 hours (the bound the schema had, now named once)."""
-MAX_SPOT_PREEMPTIONS = 1000
-"""The most --spot-preemption taken, reclaims a node-month (the schema's bound and validate_settings')."""
-MAX_RESTART_SECONDS = 7 * 86400.0
-"""The longest --restart taken, a week in seconds (the schema's bound, jobs.budget.fields.WEEK, and validate_settings')."""
 
 
 @dataclass(frozen=True)
