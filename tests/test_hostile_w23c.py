@@ -200,3 +200,14 @@ def test_n1_sliding_layers_with_no_window_read_as_windowless(model_type, extra):
     (docs/catalog-models.md), not refused as class_defaults refuses OLMo 3's / Gemma's null window."""
     spec = model_spec_from_hf_config({**QWEN, **extra, "model_type": model_type})
     assert spec.sliding_window is None and spec.layer_types == ()
+
+
+@pytest.mark.parametrize("model_type", sorted(QWEN_TYPES))
+def test_a_qwen_config_with_the_flag_and_no_window_key_takes_the_class_window(model_type):
+    """Review s21 R3 (left by H3): use_sliding_window true with no sliding_window key was read windowless; the Qwen
+    classes default the window to 4,096 (configuration_qwen2.py@5.25.0 L74; qwen3 L77, qwen2_moe L89, qwen3_moe L92):
+    the same window and layers as the installed transformers builds. A stated null stays windowless (test_n1)."""
+    config = {**{k: v for k, v in QWEN.items() if k != "sliding_window"}, **QWEN_TYPES[model_type],
+              "model_type": model_type, "use_sliding_window": True}
+    spec = model_spec_from_hf_config(config)
+    assert spec.sliding_window == 4096 and (spec.sliding_window, spec.layer_types) == _transformers_layers(config)

@@ -19,6 +19,7 @@ from typing import Any
 from gpuplan.adapters.architectures import check_architecture
 from gpuplan.adapters.config_fields import (
     KNOWN_LAYER_TYPES,
+    WINDOW_FLAG_TYPES,
     activation_clamp,
     check_expert_groups,
     check_flags,
@@ -324,6 +325,9 @@ def _model_spec(config: dict[str, Any], name: str, source: str, override: str | 
     cfg = text_config(config)
     model_type, notes = _model_type(cfg, override)
     notes += check_architecture(config, cfg, model_type, overridden=bool(override))
+    if model_type in WINDOW_FLAG_TYPES and cfg.get("use_sliding_window") is True and "sliding_window" not in cfg:
+        # left out (not null): the Qwen classes' 4,096 (configuration_qwen2.py@5.25.0 L74; qwen3 L77, *_moe L89 / L92)
+        cfg = {**cfg, "sliding_window": 4096}
     cfg = {**class_defaults(cfg, CONFIG_DEFAULTS.get(model_type, {})),
            **{k: v for k, v in cfg.items() if v is not None}, "model_type": model_type}
     if model_type == "dbrx":
