@@ -66,7 +66,7 @@ def group_count_note(limits, plan, gpus_given) -> tuple[str, ...]:
     count, the search keeping only counts whose dp x cp it divides (R1 S7: plan --days 5 --shard-group 65536
     answered 65,536 GPUs at 0.5% MFU without a word)."""
     group = getattr(limits, "shard_group", None)
-    if group is None or plan is None or plan.layout.dp * plan.layout.cp != group or group == 1:
+    if group is None or plan is None or plan.layout.dp * plan.layout.cp != group:  # a group of 1 is refused
         return ()
     why = "set the GPU count: it " if gpus_given is None else ""
     return (f"the shard group of {group:,} {why}is all of the answer's data-parallel ranks (dp x cp = "
