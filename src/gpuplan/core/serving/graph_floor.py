@@ -44,7 +44,10 @@ GRAPH_KERNELS_MOE_EXTRA = 4
 align, w13, activation, w2, sum = 7 (SGLang 0.5.3 qwen3_moe.py L164-166, fused_moe.py
 fused_experts_impl L466-598: moe_align_block_size, invoke_fused_moe_kernel twice, silu_and_mul,
 moe_sum_reduce; topk.py fused_topk L458 topk_softmax with the renormalisation inside; vLLM's
-fused_moe path runs the same seven)."""
+fused_moe path runs the same seven). Checked, held out, against vLLM benchmark_moe's batch-1 time of that call at
+the Triton default config (BLOCK_SIZE_M 16, N 32, K 64), router GEMM aside (six kernels): Qwen3-30B-A3B's shape
+39.61 us on a B200 (vllm PR 31448) against 36.70 modelled (top-8 experts at 0.85 of HBM + 6 x GRAPH_KERNEL_S),
+109.21 us on an A100 PCIe 40GB (vllm PR 19049) against 82.72: recorded, not applied (docs/inference.md 5o)."""
 GRAPH_KERNELS_QK_NORM = {"vllm": 2, "sglang": 1}
 """Per-head RMSNorm on q and on k, kernels on a graph step's critical path. vLLM runs them one after
 the other (qwen3_moe.py@v0.19.0 L349 q_norm, L353 k_norm; its q/k-norm + RoPE fusion,

@@ -4,6 +4,12 @@ code: SGLang 0.5.6, vLLM 0.10.1 V1), timed at the small-kernel floor's rate a ke
 whose fit rows carry vLLM's own), and the two TP collectives of the vocabulary-parallel embedding and the LM head
 (SGLang and vLLM). TensorRT-LLM: none (its graph floor is 0, its embedding and LM head not read).
 
+Read and not modelled (session 22, docs/inference.md 5o): SGLang 0.5.6's per-token host path (scheduler.py@v0.5.6:
+992-1037 overlap loop, stream_interval 1 at server_args.py@v0.5.6:289, the detokenizer process forwarding each
+token, detokenizer_manager.py@v0.5.6:112-118) adds no step time here: the same cookbook's gpt-oss-120b TP 8 B200 run
+streams a token every 2.31 ms, so no stage of it costs more on that hardware, and the overlap scheduler hides host
+work under the ~10 ms Qwen3 / DeepSeek steps. Their residual (~13-17 us a layer) is GPU time not attributed.
+
 Units: kernels, bytes, seconds.
 """
 
