@@ -96,25 +96,11 @@ def int_field(cfg: dict[str, Any], *keys: str, required: bool = True, default: i
     return int(value)
 
 
-MAX_ROPE_FACTOR = 1024.0
-"""Largest RoPE scaling factor accepted (published configs use up to 64: Llama 4's 16 x 4, YaRN 32-40)."""
 KNOWN_LAYER_TYPES = ("full_attention", "sliding_attention")
 """transformers' layer_types values gpuplan models (configuration_utils.ALLOWED_LAYER_TYPES holds
 more: chunked, linear and state-space layers, which it does not)."""
 DTYPES = ("bfloat16", "float16", "float32", "auto")
 """torch_dtype / dtype values of a config.json (transformers writes the torch dtype's name)."""
-
-
-ROPE_SCALING_NUMBERS = ("original_max_position_embeddings", "beta_fast", "beta_slow", "mscale", "mscale_all_dim",
-                        "attention_factor", "low_freq_factor", "high_freq_factor")
-
-
-ROPE_TYPES = {"default": (), "linear": ("factor",), "dynamic": ("factor",), "yarn": ("factor",),
-              "longrope": ("short_factor", "long_factor"), "llama3": ("factor", "low_freq_factor", "high_freq_factor"),
-              "su": ("short_factor", "long_factor"), "mrope": ()}
-"""RoPE types transformers knows (modeling_rope_utils ``_validate_<type>_rope_parameters``) and the keys
-each requires from config.json (original_max_position_embeddings and rope_theta are filled in from
-the config); 'su' is Phi-3's older name for longrope, 'mrope' Qwen2-VL's for default."""
 
 
 def list_refusal(field: str, values: Any, ok: Callable[[Any], bool], listed: str, entry: str) -> InputError | None:
@@ -125,46 +111,6 @@ def list_refusal(field: str, values: Any, ok: Callable[[Any], bool], listed: str
         return InputError(field, values, listed)
     bad = next((i for i, v in enumerate(values) if not ok(v)), None)
     return None if bad is None else InputError(field, values[bad], f"entry {bad} (from 0) {entry}")
-
-
-def check_rope_scaling(scaling: Any) -> None:
-    """``rope_scaling`` is absent, null, or a mapping of a known type with the keys that type
-    requires, whose ``factor`` (where given) is a number in (0, MAX_ROPE_FACTOR]."""
-    if scaling is None:
-        return
-    if not isinstance(scaling, dict):
-        raise InputError("config.json: rope_scaling", scaling,
-                         'expected a mapping, e.g. {"rope_type": "yarn", "factor": 4.0}, or null')
-    kind = scaling.get("rope_type", scaling.get("type"))
-    if kind is not None and (not isinstance(kind, str) or kind not in ROPE_TYPES):
-        raise InputError("config.json: rope_scaling.rope_type", kind, f"must be one of {', '.join(ROPE_TYPES)}")
-    for key in ROPE_TYPES[kind or "default"]:
-        if scaling.get(key) is None:
-            valid = (f"a number in (0, {MAX_ROPE_FACTOR:g}]" if key == "factor" else "a list of numbers"
-                     if key in ("short_factor", "long_factor") else "a positive number")
-            raise InputError(f"config.json: rope_scaling.{key}", None, f"rope_type {kind} requires it: {valid}")
-    factor = scaling.get("factor")
-    if factor is not None and not (is_finite_number(factor) and 0 < factor <= MAX_ROPE_FACTOR):
-        raise InputError("config.json: rope_scaling.factor", factor, f"must be a number in (0, {MAX_ROPE_FACTOR:g}]")
-    for key in ("short_factor", "long_factor"):  # LongRoPE: one rescale per rotary frequency
-        value = scaling.get(key)
-        if value is not None and (refusal := list_refusal(
-                f"config.json: rope_scaling.{key}", value, is_finite_number,
-                "must be a list of numbers (one per rotary frequency)",
-                "must be a finite number (one per rotary frequency)")):
-            raise refusal
-    for key in ROPE_SCALING_NUMBERS:  # YaRN / Llama 3 / LongRoPE parameters (transformers modeling_rope_utils)
-        value = scaling.get(key)
-        if value is not None and (not is_finite_number(value) or value < 0
-                                  or (key == "original_max_position_embeddings" and (value < 1 or value != int(value)))):
-            raise InputError(f"config.json: rope_scaling.{key}", value,
-                             "must be a positive whole number" if key == "original_max_position_embeddings"
-                             else "must be a number >= 0")
-    if kind == "llama3":  # Llama 4 Scout ships low = high = 1.0 (no smoothed band); high < low is inverted
-        low, high = scaling["low_freq_factor"], scaling["high_freq_factor"]
-        if not 0 < low <= high:
-            raise InputError("config.json: rope_scaling.high_freq_factor", high,
-                             f"must be at least low_freq_factor ({low}), both positive (Llama 3.1: 1.0 and 4.0)")
 
 
 def check_routing(cfg: dict[str, Any]) -> None:
@@ -222,36 +168,6 @@ def check_flags(cfg: dict[str, Any]) -> None:
     dtype = first(cfg, "torch_dtype", "dtype")
     if dtype is not None and dtype not in DTYPES:
         raise InputError("config.json: torch_dtype", dtype, f"one of {', '.join(DTYPES)}")
-
-
-def yarn_attention_factor(scaling: Any) -> float:
-    """YaRN's attention factor from ``rope_scaling`` (transformers modeling_rope_utils.
-    _compute_yarn_parameters: ``attention_factor`` if given, else get_mscale(factor, mscale) /
-    get_mscale(factor, mscale_all_dim) when both are given, else get_mscale(factor); get_mscale(s, m)
-    = 0.1 m ln s + 1 for s > 1, else 1). 1 for any other RoPE type."""
-    if not isinstance(scaling, dict) or (scaling.get("rope_type") or scaling.get("type")) != "yarn":
-        return 1.0
-
-    def number(key: str, default: float | None, zero_ok: bool = False) -> float | None:
-        value = scaling.get(key, default)
-        if value is None:
-            return None
-        if not is_finite_number(value) or value < 0 or (value == 0 and not zero_ok):
-            raise InputError(f"config.json: rope_scaling.{key}", value,
-                             "must be a number >= 0" if zero_ok else "must be a positive number")
-        return float(value)
-
-    def mscale(s: float, m: float) -> float:
-        return 0.1 * m * math.log(s) + 1.0 if s > 1 else 1.0
-
-    given = number("attention_factor", None)
-    if given is not None:
-        return given
-    factor = number("factor", 1.0)
-    m, m_all = number("mscale", None, zero_ok=True), number("mscale_all_dim", None, zero_ok=True)
-    if m is not None and m_all is not None:
-        return mscale(factor, m) / mscale(factor, m_all)
-    return mscale(factor, 1.0)
 
 
 def activation_clamp(cfg: dict[str, Any]) -> float | None:

@@ -23,7 +23,6 @@ from gpuplan.adapters.config_fields import (
     activation_clamp,
     check_expert_groups,
     check_flags,
-    check_rope_scaling,
     check_routing,
     class_defaults,
     config_activation,
@@ -35,10 +34,10 @@ from gpuplan.adapters.config_fields import (
     mpt_fields,
     nested_settings,
     sliding_window,
-    yarn_attention_factor,
 )
 from gpuplan.adapters.mlp_width import mlp_width
 from gpuplan.adapters.quant_fields import check_quantization_config
+from gpuplan.adapters.rope_fields import check_rope, rope_attention_factor
 from gpuplan.adapters.window_layers import default_layer_types
 from gpuplan.core.model.spec import AttentionSpec, MLPSpec, ModelSpec, MoESpec
 from gpuplan.errors import InputError, printable
@@ -173,7 +172,7 @@ def _attention(cfg: dict[str, Any], t: ArchTraits, hidden: int) -> AttentionSpec
         qk_nope_head_dim=int_field(cfg, "qk_nope_head_dim") if mla else 0,
         qk_rope_head_dim=int_field(cfg, "qk_rope_head_dim") if mla else 0,
         v_head_dim=int_field(cfg, "v_head_dim") if mla else 0,
-        rope_attention_factor=yarn_attention_factor(cfg.get("rope_scaling")),
+        rope_attention_factor=rope_attention_factor(cfg),
     )
 
 
@@ -339,7 +338,7 @@ def _model_spec(config: dict[str, Any], name: str, source: str, override: str | 
     if model_type == "mpt":
         cfg = mpt_fields(cfg)
         traits = replace(traits, norm=cfg["mpt_norm"], norm_bias=cfg["bias"])
-    check_rope_scaling(cfg.get("rope_scaling"))
+    check_rope(cfg)  # rope_scaling, or transformers 5's rope_parameters (adapters.rope_fields)
     if checkpoint_format:
         check_quantization_config(config.get("quantization_config"))  # the checkpoint's own, as infer reads it
     check_flags(cfg)

@@ -1,0 +1,152 @@
+"""A config.json's RoPE settings: ``rope_scaling`` (transformers 4's key) or ``rope_parameters`` (transformers 5's,
+which also holds ``rope_theta``), checked and read as transformers reads them.
+
+transformers 5.25.0 (modeling_rope_utils.py, RotaryEmbeddingConfigMixin.convert_rope_params_to_dict L792-821 and
+standardize_rope_params L823-880) takes ``rope_scaling or rope_parameters`` as the RoPE settings, fills their
+``rope_theta`` from the top-level key only where they state none (``setdefault``), and nests them by layer type where
+their keys are the config's layer types (Gemma 3: ``full_attention`` / ``sliding_attention``, each a mapping or null).
+A config saved by transformers 5 writes ``rope_parameters`` and no top-level ``rope_theta`` or ``rope_scaling``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from gpuplan.adapters.config_fields import KNOWN_LAYER_TYPES, is_finite_number, list_refusal
+from gpuplan.errors import InputError
+
+MAX_ROPE_FACTOR = 1024.0
+"""Largest RoPE scaling factor accepted (published configs use up to 64: Llama 4's 16 x 4, YaRN 32-40)."""
+
+
+ROPE_SCALING_NUMBERS = ("original_max_position_embeddings", "beta_fast", "beta_slow", "mscale", "mscale_all_dim",
+                        "attention_factor", "low_freq_factor", "high_freq_factor")
+
+
+ROPE_TYPES = {"default": (), "linear": ("factor",), "dynamic": ("factor",), "yarn": ("factor",),
+              "longrope": ("short_factor", "long_factor"), "llama3": ("factor", "low_freq_factor", "high_freq_factor"),
+              "su": ("short_factor", "long_factor"), "mrope": ()}
+"""RoPE types transformers knows (modeling_rope_utils ``_validate_<type>_rope_parameters``) and the keys
+each requires from config.json (original_max_position_embeddings and rope_theta are filled in from
+the config); 'su' is Phi-3's older name for longrope, 'mrope' Qwen2-VL's for default."""
+
+
+def rope_settings(cfg: dict[str, Any]) -> tuple[str, Any]:
+    """(the key, the value) transformers 5.25.0 takes the RoPE settings from: ``rope_scaling`` where it is given and
+    not empty (``rope_scaling or self.rope_parameters``, L793-794), else ``rope_parameters``; None where neither is."""
+    scaling = cfg.get("rope_scaling")
+    if scaling or "rope_parameters" not in cfg:
+        return "rope_scaling", scaling
+    return "rope_parameters", cfg.get("rope_parameters")
+
+
+def _nested(settings: dict[str, Any], cfg: dict[str, Any]) -> list[str]:
+    """The keys of ``settings`` that are layer types (nested_rope_parameter_keys L781-790: the config's own
+    layer_types, or the two gpuplan models where it states none)."""
+    declared = cfg.get("layer_types")
+    types = set(KNOWN_LAYER_TYPES) | ({t for t in declared if isinstance(t, str)} if isinstance(declared, list) else set())
+    return [key for key in settings if key in types]
+
+
+def check_rope(cfg: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """Check the config's RoPE settings (rope_settings) and return (their key, the flat ones the model's
+    full-attention layers use: the ``full_attention`` entry where they are nested by layer type; {} where none), with
+    their rope_theta checked as the top-level key is. Each refusal names the key the config wrote
+    ('rope_parameters.factor', 'rope_parameters.full_attention.factor')."""
+    key, settings = rope_settings(cfg)
+    if key == "rope_scaling" or settings is None:
+        check_rope_scaling(settings, key)
+        return key, settings or {}
+    if not isinstance(settings, dict):
+        raise InputError("config.json: rope_parameters", settings, 'expected a mapping, e.g. {"rope_type": '
+                         '"default", "rope_theta": 500000.0}, or one such mapping per layer type, or null')
+    nested = _nested(settings, cfg)
+    entries = {f"rope_parameters.{k}": settings[k] for k in nested} if nested else {"rope_parameters": settings}
+    for name, entry in entries.items():
+        check_rope_scaling(entry, name)
+        for number, (valid, expected) in {"rope_theta": (lambda v: v > 0, "must be a positive number"),
+                                          "partial_rotary_factor": (lambda v: 0 < v <= 1, "must be the rotary share "
+                                                                    "of a head, in (0, 1]")}.items():
+            value = (entry or {}).get(number)
+            if value is not None and not (is_finite_number(value) and valid(value)):
+                raise InputError(f"config.json: {name}.{number}", value, expected)
+    if nested:
+        return "rope_parameters.full_attention", settings.get("full_attention") or {}
+    return "rope_parameters", settings
+
+
+def check_rope_scaling(scaling: Any, key: str = "rope_scaling") -> None:
+    """``rope_scaling`` (or the config's ``key``) is absent, null, or a mapping of a known type with the keys that type
+    requires, whose ``factor`` (where given) is a number in (0, MAX_ROPE_FACTOR]."""
+    if scaling is None:
+        return
+    if not isinstance(scaling, dict):
+        raise InputError(f"config.json: {key}", scaling,
+                         'expected a mapping, e.g. {"rope_type": "yarn", "factor": 4.0}, or null')
+    kind = scaling.get("rope_type", scaling.get("type"))
+    if kind is not None and (not isinstance(kind, str) or kind not in ROPE_TYPES):
+        raise InputError(f"config.json: {key}.rope_type", kind, f"must be one of {', '.join(ROPE_TYPES)}")
+    for name in ROPE_TYPES[kind or "default"]:
+        if scaling.get(name) is None:
+            valid = (f"a number in (0, {MAX_ROPE_FACTOR:g}]" if name == "factor" else "a list of numbers"
+                     if name in ("short_factor", "long_factor") else "a positive number")
+            raise InputError(f"config.json: {key}.{name}", None, f"rope_type {kind} requires it: {valid}")
+    factor = scaling.get("factor")
+    if factor is not None and not (is_finite_number(factor) and 0 < factor <= MAX_ROPE_FACTOR):
+        raise InputError(f"config.json: {key}.factor", factor, f"must be a number in (0, {MAX_ROPE_FACTOR:g}]")
+    for name in ("short_factor", "long_factor"):  # LongRoPE: one rescale per rotary frequency
+        value = scaling.get(name)
+        if value is not None and (refusal := list_refusal(
+                f"config.json: {key}.{name}", value, is_finite_number,
+                "must be a list of numbers (one per rotary frequency)",
+                "must be a finite number (one per rotary frequency)")):
+            raise refusal
+    for name in ROPE_SCALING_NUMBERS:  # YaRN / Llama 3 / LongRoPE parameters (transformers modeling_rope_utils)
+        value = scaling.get(name)
+        if value is not None and (not is_finite_number(value) or value < 0
+                                  or (name == "original_max_position_embeddings" and (value < 1 or value != int(value)))):
+            raise InputError(f"config.json: {key}.{name}", value,
+                             "must be a positive whole number" if name == "original_max_position_embeddings"
+                             else "must be a number >= 0")
+    if kind == "llama3":  # Llama 4 Scout ships low = high = 1.0 (no smoothed band); high < low is inverted
+        low, high = scaling["low_freq_factor"], scaling["high_freq_factor"]
+        if not 0 < low <= high:
+            raise InputError(f"config.json: {key}.high_freq_factor", high,
+                             f"must be at least low_freq_factor ({low}), both positive (Llama 3.1: 1.0 and 4.0)")
+
+
+def rope_attention_factor(cfg: dict[str, Any]) -> float:
+    """YaRN's attention factor of the config's full-attention layers (check_rope, then yarn_attention_factor)."""
+    key, settings = check_rope(cfg)
+    return yarn_attention_factor(settings, key)
+
+
+def yarn_attention_factor(scaling: Any, key: str = "rope_scaling") -> float:
+    """YaRN's attention factor from ``rope_scaling`` (or the config's ``key``; transformers modeling_rope_utils.
+    _compute_yarn_parameters: ``attention_factor`` if given, else get_mscale(factor, mscale) /
+    get_mscale(factor, mscale_all_dim) when both are given, else get_mscale(factor); get_mscale(s, m)
+    = 0.1 m ln s + 1 for s > 1, else 1). 1 for any other RoPE type."""
+    if not isinstance(scaling, dict) or (scaling.get("rope_type") or scaling.get("type")) != "yarn":
+        return 1.0
+
+    def number(name: str, default: float | None, zero_ok: bool = False) -> float | None:
+        value = scaling.get(name, default)
+        if value is None:
+            return None
+        if not is_finite_number(value) or value < 0 or (value == 0 and not zero_ok):
+            raise InputError(f"config.json: {key}.{name}", value,
+                             "must be a number >= 0" if zero_ok else "must be a positive number")
+        return float(value)
+
+    def mscale(s: float, m: float) -> float:
+        return 0.1 * m * math.log(s) + 1.0 if s > 1 else 1.0
+
+    given = number("attention_factor", None)
+    if given is not None:
+        return given
+    factor = number("factor", 1.0)
+    m, m_all = number("mscale", None, zero_ok=True), number("mscale_all_dim", None, zero_ok=True)
+    if m is not None and m_all is not None:
+        return mscale(factor, m) / mscale(factor, m_all)
+    return mscale(factor, 1.0)
