@@ -19,8 +19,8 @@ from gpuplan.catalog import load_accelerator, load_model
 from gpuplan.core.serving import graph_floor as GF
 from gpuplan.core.serving.setup import Efficiency
 
-# The fused-MoE call vLLM's benchmarks/kernels/benchmark_moe.py times (fused_moe from the gating output, top-k
-# inside the captured call): top-k softmax, align, w13 GEMM, SiLU-and-mul, w2 GEMM, sum = the MoE block's
+# The fused-MoE call vLLM's benchmarks/kernels/benchmark_moe.py times (read at 005b07cd and 71acd375: fused_topk
+# from the gating output, then fused_experts, inside the captured call): top-k softmax, align, w13 GEMM, SiLU-and-mul, w2 GEMM, sum = the MoE block's
 # GRAPH_KERNELS_MOE_EXTRA + 3 kernels less the router GEMM, whose gating output the benchmark passes in.
 BENCHMARKED_MOE_KERNELS = GF.GRAPH_KERNELS_MOE_EXTRA + 3 - 1
 
