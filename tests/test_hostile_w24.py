@@ -22,6 +22,22 @@ Found, each fixed where every door passes (one line naming the field, exit 2):
     now takes ``rope_scaling or rope_parameters`` as transformers 5.25.0 does (modeling_rope_utils.py L792-821), checks
     either (nested per layer type too, as Gemma 3's) and rope_theta / partial_rotary_factor inside them, naming the
     key the file wrote (adapters/rope_fields.py).
+(2) a config whose heads RoPE rotates whole are of odd width (head_dim 63, or hidden 252 over 4 heads) was answered by
+    memory / infer / plan, where transformers 5.25.0 refuses the config (validate_rope: 'RoPE requires an even rotary
+    dimension') or, for a class that keeps no head_dim attribute (Qwen2, GPT-NeoX), builds it and fails in the first
+    forward (`measure` exit 70 with a fake-tensor traceback on stderr); now refused at the reader, naming head_dim (or
+    num_attention_heads where the width is hidden / heads), for every door (adapters/rope_fields.check_even_rotary); a
+    partial rotation of an odd head (GPT-NeoX rotary_pct 0.5) and models without RoPE (GPT-2) stay answered.
+(3) `measure` on a Qwen2 config with sliding_attention in layer_types and use_sliding_window left false (transformers
+    then drops the window: configuration_qwen2.py@5.25.0 L83) ended in exit 70 ('Could not find a `sliding_window`
+    argument'); measure / profile, which build the model, now refuse it naming layer_types (config_fields.
+    check_transformers_defaults); memory and the other estimates read such layers windowless, as before (w23c N1).
+(4) `measure gemma-2-2b` (the default --attention-kernel flash) was refused as "attention: got 'sdpa'; an
+    implementation this model supports (Gemma2ForCausalLM does not support ... Please request the support ...: https:
+    //github.com/...)", naming no option the command has and offering no value; it now names --attention-kernel as
+    given and offers eager ('attention_kernel: got 'flash'; Gemma2ForCausalLM does not support an attention
+    implementation through torch.nn.functional.scaled_dot_product_attention yet (--attention-kernel flash and sdpa
+    build SDPA): give --attention-kernel eager'; config_fields.kernel_refusal, retold by jobs/measure/estimate).
 """
 
 import json
@@ -133,3 +149,72 @@ def test_1_gemma3_nested_parameters_as_transformers_writes_them_are_answered(run
     path = tmp_path / "config.json"
     path.write_text(json.dumps(saved), encoding="utf-8")
     assert run_json("memory", str(path), "--gpus", "1")
+
+
+# ---- (2) an odd head that RoPE rotates whole ------------------------------------------------------------------------
+
+SMALL = {**LLAMA, "hidden_size": 256, "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+         "intermediate_size": 512, "vocab_size": 1000, "max_position_embeddings": 4096}
+"""A two-layer Llama small enough to measure in a second under fake tensors."""
+ODD_WORDS = ("gives heads 63 channels wide, all rotated: RoPE turns channel pairs, so the rotated width must be even "
+             "(transformers refuses an odd one)")
+
+
+@pytest.mark.parametrize("config, field, value", [
+    ({**SMALL, "head_dim": 63}, "head_dim", 63),
+    ({**SMALL, "model_type": "qwen2", "hidden_size": 252, "num_key_value_heads": 4}, "num_attention_heads", 4),
+    ({**SMALL, "model_type": "gpt_neox", "hidden_size": 252, "rotary_pct": 1.0}, "num_attention_heads", 4),
+])
+def test_2_an_odd_fully_rotated_head_is_refused_at_every_door(run_cli, client, tmp_path, config, field, value):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config), encoding="utf-8")
+    line = f"error: config.json: {field}: got {value}; {ODD_WORDS}\n"
+    assert field_refusal(run_cli("memory", str(path), "--gpus", "1"), f"config.json: {field}") == line
+    assert field_refusal(run_cli("infer", "--model", str(path)), f"config.json: {field}") == line
+    assert field_refusal(run_cli("measure", "--model", str(path), "--seq-len", "32", "--micro-batch", "1"),
+                         f"config.json: {field}") == line
+    web = web_refusal(client.post("/api/memory", json={"config": config, "gpus": 1}), f"config.json: {field}")
+    assert f"error: {web}\n" == line
+
+
+@pytest.mark.parametrize("config", [
+    {**SMALL, "model_type": "gpt_neox", "hidden_size": 252, "rotary_pct": 0.5},  # 31 of 63 channels rotate
+    {"model_type": "gpt2", "n_embd": 252, "n_layer": 2, "n_head": 4, "vocab_size": 1000, "n_positions": 1024},
+    {**SMALL, "head_dim": 64},
+])
+def test_2_a_partial_rotation_no_rope_or_an_even_head_is_answered(run_json, tmp_path, config):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config), encoding="utf-8")
+    assert run_json("memory", str(path), "--gpus", "1")
+
+
+def test_2_the_rule_is_transformers_own():
+    """The installed transformers refuses the llama case the reader refuses (its message, not ours)."""
+    from transformers import LlamaConfig
+
+    with pytest.raises(Exception, match="RoPE requires an even rotary dimension"):
+        LlamaConfig(**{k: v for k, v in SMALL.items() if k != "model_type"}, head_dim=63)
+
+
+# ---- (3) measure: sliding layers transformers builds with no window -------------------------------------------------
+
+def test_3_measure_refuses_sliding_layers_without_a_window_where_it_ended_in_exit_70(run_cli, run_json, tmp_path):
+    config = {**SMALL, "model_type": "qwen2", "num_key_value_heads": 4, "sliding_window": 16,
+              "layer_types": ["sliding_attention", "full_attention"]}  # use_sliding_window left out: false
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config), encoding="utf-8")
+    err = field_refusal(run_cli("measure", "--model", str(path), "--seq-len", "32", "--micro-batch", "1"),
+                        "config.json: layer_types", "give use_sliding_window true with a sliding_window")
+    assert "got 'sliding_attention'; transformers builds these layers with no window here" in err
+    assert run_json("memory", str(path), "--gpus", "1")  # the estimate reads them windowless (w23c N1)
+
+
+# ---- (4) measure: the attention kernel a class lacks -----------------------------------------------------------------
+
+@pytest.mark.parametrize("flags, given", [((), "flash"), (("--attention-kernel", "sdpa"), "sdpa")])
+def test_4_a_missing_sdpa_path_names_the_option_and_offers_eager(run_cli, flags, given):
+    err = field_refusal(run_cli("measure", "--model", "gemma-2-2b", "--seq-len", "32", "--micro-batch", "1", *flags),
+                        "attention_kernel")
+    assert err == (f"error: attention_kernel: got '{given}'; Gemma2ForCausalLM does not support an attention "
+                   "implementation through torch.nn.functional.scaled_dot_product_attention yet (--attention-kernel "
+                   "flash and sdpa build SDPA): give --attention-kernel eager\n")

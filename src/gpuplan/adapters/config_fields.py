@@ -254,6 +254,18 @@ def transformers_refusal(exc: Exception, version: str) -> InputError:
     return InputError(f"config.json: {named}".rstrip(": "), text[:160], f"transformers {version} refuses it")
 
 
+def kernel_refusal(attention: str, exc: Exception, field: str = "attention_kernel") -> InputError:
+    """A model class without the attention path measure / profile build (--attention-kernel flash and sdpa both build
+    transformers' SDPA one there): named as the option (``field``: profile.measure_training_memory's own argument is
+    ``attention``), with the path every class has (Gemma 2 under transformers 5.25.0: 'Gemma2ForCausalLM does not
+    support an attention implementation through ... scaled_dot_product_attention yet'), its first sentence kept."""
+    said = " ".join(str(exc).split()).split(". ")[0][:200]
+    if attention == "eager":
+        return InputError(field, attention, f"an implementation this model supports ({said})")
+    return InputError(field, attention, f"{said} (--attention-kernel flash and sdpa build SDPA): give "
+                      "--attention-kernel eager")
+
+
 def check_transformers_defaults(text_config: Any) -> None:
     """The values transformers fills in checked as the config's own are: Phi3Config's default
     pad_token_id 32000 on a smaller vocabulary failed nn.Embedding's padding_idx assert (exit 70)."""
@@ -261,6 +273,14 @@ def check_transformers_defaults(text_config: Any) -> None:
     if isinstance(vocab, int) and isinstance(pad, int) and not -vocab <= pad < vocab:
         raise InputError("config.json: pad_token_id", pad, f"is transformers' default for this model type and past "
                          f"vocab_size ({vocab}); give pad_token_id (null or a token id below it)")
+    # Qwen2Config.__post_init__ (configuration_qwen2.py@5.25.0 L83) drops the window unless use_sliding_window is
+    # true; a sliding layer with none fails the first forward (masking_utils.create_sliding_window_causal_mask:
+    # "Could not find a `sliding_window` argument", measure exit 70). The estimates read such layers windowless.
+    types = getattr(text_config, "layer_types", None) or ()
+    if getattr(text_config, "sliding_window", None) is None and "sliding_attention" in types:
+        raise InputError("config.json: layer_types", "sliding_attention", "transformers builds these layers with no "
+                         "window here (use_sliding_window false, or sliding_window null) and cannot run them: give "
+                         "use_sliding_window true with a sliding_window, or mark every layer full_attention")
 
 
 # MPT (mosaicml/llm-foundry llmfoundry/models/mpt/configuration_mpt.py @34f47ade1, the MPT-7B release week):

@@ -37,7 +37,7 @@ from gpuplan.adapters.config_fields import (
 )
 from gpuplan.adapters.mlp_width import mlp_width
 from gpuplan.adapters.quant_fields import check_quantization_config
-from gpuplan.adapters.rope_fields import check_rope, rope_attention_factor
+from gpuplan.adapters.rope_fields import check_even_rotary, check_rope, rope_attention_factor
 from gpuplan.adapters.window_layers import default_layer_types
 from gpuplan.core.model.spec import AttentionSpec, MLPSpec, ModelSpec, MoESpec
 from gpuplan.errors import InputError, printable
@@ -347,6 +347,7 @@ def _model_spec(config: dict[str, Any], name: str, source: str, override: str | 
     layers = int_field(cfg, "num_hidden_layers", "n_layer", "num_layers")
     vocab = int_field(cfg, "vocab_size", minimum=2)  # one token: nothing to predict
     attention = _attention(cfg, traits, hidden)
+    check_even_rotary(cfg, model_type, attention.head_dim)
     intermediate = mlp_width(cfg, model_type, hidden)  # the type's own key (review R3 S1)
     mlp_bias = cfg.get("mlp_bias", cfg.get("bias"))
     mlp = MLPSpec(intermediate_size=intermediate, gated=traits.gated_mlp,

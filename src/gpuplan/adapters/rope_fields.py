@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from gpuplan.adapters.config_fields import KNOWN_LAYER_TYPES, is_finite_number, list_refusal
+from gpuplan.adapters.config_fields import KNOWN_LAYER_TYPES, first, is_finite_number, list_refusal
 from gpuplan.errors import InputError
 
 MAX_ROPE_FACTOR = 1024.0
@@ -45,7 +45,7 @@ def _nested(settings: dict[str, Any], cfg: dict[str, Any]) -> list[str]:
     """The keys of ``settings`` that are layer types (nested_rope_parameter_keys L781-790: the config's own
     layer_types, or the two gpuplan models where it states none)."""
     declared = cfg.get("layer_types")
-    types = set(KNOWN_LAYER_TYPES) | ({t for t in declared if isinstance(t, str)} if isinstance(declared, list) else set())
+    types = set(KNOWN_LAYER_TYPES) | {t for t in (declared if isinstance(declared, list) else ()) if isinstance(t, str)}
     return [key for key in settings if key in types]
 
 
@@ -104,8 +104,8 @@ def check_rope_scaling(scaling: Any, key: str = "rope_scaling") -> None:
             raise refusal
     for name in ROPE_SCALING_NUMBERS:  # YaRN / Llama 3 / LongRoPE parameters (transformers modeling_rope_utils)
         value = scaling.get(name)
-        if value is not None and (not is_finite_number(value) or value < 0
-                                  or (name == "original_max_position_embeddings" and (value < 1 or value != int(value)))):
+        if value is not None and (not is_finite_number(value) or value < 0 or (
+                name == "original_max_position_embeddings" and (value < 1 or value != int(value)))):
             raise InputError(f"config.json: {key}.{name}", value,
                              "must be a positive whole number" if name == "original_max_position_embeddings"
                              else "must be a number >= 0")
@@ -114,6 +114,28 @@ def check_rope_scaling(scaling: Any, key: str = "rope_scaling") -> None:
         if not 0 < low <= high:
             raise InputError(f"config.json: {key}.high_freq_factor", high,
                              f"must be at least low_freq_factor ({low}), both positive (Llama 3.1: 1.0 and 4.0)")
+
+
+NO_ROPE_TYPES = ("gpt2", "gpt_bigcode")
+"""Model types with learned positions and no rotary embedding (hf_config's ModelSpec.rotary)."""
+
+
+def check_even_rotary(cfg: dict[str, Any], model_type: str, head_dim: int) -> None:
+    """A head RoPE rotates whole must be of even width: RoPE turns channel pairs (rotate_half splits the head in two),
+    and transformers 5.25.0 refuses an odd one (modeling_rope_utils.py validate_rope L919-932: head_dim > 4, odd,
+    int(head_dim x partial_rotary_factor) == head_dim: 'RoPE requires an even rotary dimension'); where a class keeps
+    no head_dim attribute it skips the check and the model fails in its first forward (a Qwen2 of hidden 252 and 4
+    heads: `measure` exit 70). No RoPE (GPT-2, GPTBigCode, ALiBi MPT / Falcon) or MLA's own rope width: no check."""
+    if (model_type in NO_ROPE_TYPES or cfg.get("alibi") is True or cfg.get("kv_lora_rank") is not None
+            or (model_type == "mpt" and not cfg.get("mpt_rope", True))):
+        return
+    share = check_rope(cfg)[1].get("partial_rotary_factor") or cfg.get("partial_rotary_factor") or cfg.get(
+        "rotary_pct") or 1.0
+    if head_dim > 4 and head_dim % 2 and int(head_dim * share) == head_dim:
+        field, value = ("head_dim", head_dim) if cfg.get("head_dim") is not None else (
+            "num_attention_heads", first(cfg, "num_attention_heads", "n_head", "num_heads"))
+        raise InputError(f"config.json: {field}", value, f"gives heads {head_dim} channels wide, all rotated: RoPE "
+                         "turns channel pairs, so the rotated width must be even (transformers refuses an odd one)")
 
 
 def rope_attention_factor(cfg: dict[str, Any]) -> float:

@@ -161,7 +161,9 @@ def build_model(rt: Runtime, transformers, hf_config: dict, attention: str, para
                                                                   dtype=param_dtype)
     except ValueError as exc:
         if "attn" in str(exc) or "attention" in str(exc):
-            raise InputError("attention", attention, f"an implementation this model supports ({exc})") from exc
+            from gpuplan.adapters.config_fields import kernel_refusal
+
+            raise kernel_refusal(attention, exc) from exc
         raise InputError("model", hf_config.get("model_type"), f"a model type with a causal-LM class ({exc})") from exc
     model.train()
     if recompute == "full":  # HF gradient checkpointing of every decoder layer, non-reentrant

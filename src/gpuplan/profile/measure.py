@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any
 
+from gpuplan.adapters.config_fields import kernel_refusal
 from gpuplan.errors import InputError
 from gpuplan.profile.fake_distributed import enter_fake_process_group, shard
 
@@ -289,8 +290,7 @@ def _measure(
                 text_cfg, attn_implementation=attention, dtype=param_dtype)
         except ValueError as exc:
             if "attention implementation" in str(exc) or "attn_implementation" in str(exc):
-                raise InputError("attention", attention,
-                                 f"an implementation this model supports ({exc})") from exc
+                raise kernel_refusal(attention, exc, "attention") from exc
             if "Unrecognized configuration class" in str(exc):
                 raise InputError("hf_config.model_type", hf_config["model_type"],
                                  "a model type with a causal-LM class in transformers") from exc

@@ -37,7 +37,17 @@ def _layers_of(config: dict[str, Any]) -> int:
 
 
 def run_measurement(inputs: MeasureInputs) -> tuple[dict[str, Any], dict[str, Any], str]:
-    """(config, measured {peak_bytes, peak_phase, at_peak, versions, ...}, how)."""
+    """(config, measured {peak_bytes, peak_phase, at_peak, versions, ...}, how). A refusal of the attention path
+    measure_training_memory builds (its argument ``attention``) names --attention-kernel, as the user gave it."""
+    try:
+        return _measured(inputs)
+    except InputError as refusal:
+        if refusal.field != "attention":
+            raise
+        raise refusal.retold("attention_kernel", inputs.attention_kernel, refusal.expected) from None
+
+
+def _measured(inputs: MeasureInputs) -> tuple[dict[str, Any], dict[str, Any], str]:
     from gpuplan.profile import extrapolate_to_depth, measure_training_memory
 
     config, _ = model_config(inputs.model)
