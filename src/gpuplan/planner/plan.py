@@ -144,9 +144,13 @@ def evaluate_layout(ev: Evaluator, layout: ParallelLayout, recompute: str, targe
 def row_layout(table: LayoutTable, i: int, expert_tp=None, shard_group=None) -> tuple[ParallelLayout, str]:
     """The layout and recompute mode of row ``i`` of a search table (``expert_tp``: the search's
     StepSettings.expert_tp, so its text names an etp other than tp; ``shard_group``: the search's HSDP group, so its
-    text names it; evaluate_layout sets both from the Evaluator)."""
+    text names it, or the row's own where the table has the column (auto); evaluate_layout sets both from the
+    Evaluator)."""
     def get(name: str) -> int:
         return int(table[name][i])
+
+    if "shard_group" in table.columns:  # --shard-group auto: each row's own (0: plain; planner.shard_group_search)
+        shard_group = get("shard_group") or None
 
     layout = ParallelLayout(dp=get("dp"), tp=get("tp"), pp=get("pp"), vpp=get("vpp"), cp=get("cp"), ep=get("ep"),
                             etp=expert_tp, zero=get("zero"), micro_batch=get("micro_batch"),

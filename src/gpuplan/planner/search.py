@@ -32,6 +32,7 @@ from gpuplan.core.comm.topology import Cluster
 from gpuplan.errors import InputError
 from gpuplan.planner.framework_rules import rules_for  # space imports it already
 from gpuplan.planner.shard_group_refusal import shard_group_refusal
+from gpuplan.planner.shard_group_search import with_shard_groups
 from gpuplan.planner.pareto import pareto_front  # noqa: F401 (re-exported: jobs.plan.estimate, the tests)
 from gpuplan.core.comm.fsdp2_reshard import fsdp2_no_reshard
 from gpuplan.planner.uncertainty import KnownLayouts, fsdp_traffic_uncertainty, layout_kinds, layout_uncertainty
@@ -380,7 +381,8 @@ def search_layouts(evaluator: Evaluator, counts: tuple[int, ...], target_batch: 
                                             (peak[~fits], total[~fits], excess[~fits])))
         remaining = _take(remaining, ~fits)
     table = LayoutTable.concat(parts)
-    return evaluator.rates(table) if len(table) else table  # untimed rows: NaN rates
+    table = evaluator.rates(table) if len(table) else table  # untimed rows: NaN rates
+    return with_shard_groups(evaluator, table, limits, exhaustive) if limits.shard_group_search else table  # auto
 
 
 def candidate_count(evaluator: Evaluator, counts: tuple[int, ...], target_batch: float, max_tp: int,

@@ -16,7 +16,8 @@ frameworks impose (Megatron-Core / torchtitan):
 * dp = GPUs / (tp·cp·pp); ep divides the experts and dp·cp·tp / etp (experts are laid out over etp x ep
   of a stage's ranks: dp·cp where etp = tp, Megatron-Core's default; core.expert_layout); ZeRO 0-3 when there is more than one data-parallel rank;
 * a shard group (--shard-group, HSDP) the user gave divides dp·cp, with the ZeRO stages the framework runs it
-  with (framework_rules.HSDP_ZERO_STAGES); the search does not choose one itself;
+  with (framework_rules.HSDP_ZERO_STAGES); with --shard-group auto the search also ranks groups of whole nodes
+  (planner.shard_group_search);
 * every data-parallel rank gets at least one sequence (dp <= the requested batch); a batch given
   in sequences (--global-batch) is kept exactly, so dp divides it (Megatron asserts
   global_batch % (micro_batch x dp) == 0), while a batch given in tokens (or the 4M default) is a
@@ -83,6 +84,9 @@ class SpaceLimits:
     shard_group: int | None = None
     """--shard-group (HSDP): only structures whose dp x cp it divides, with the ZeRO stages the framework runs it
     with (framework_rules.HSDP_ZERO_STAGES); None: every data-parallel rank shards (not searched)."""
+    shard_group_search: bool = False
+    """--shard-group auto: the search also ranks the HSDP groups of whole nodes below each layout's dp x cp
+    (planner.shard_group_search, after the plain search)."""
     etp: int | None = None
     """--etp as given; None: the framework's expert TP (core.expert_layout), which sets the ranks ep divides
     (expert_region_ranks)."""

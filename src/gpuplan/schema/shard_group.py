@@ -10,6 +10,10 @@ field: ZeRO 1 or more (ZeRO 0 shards nothing), and the stages the framework runs
 Megatron-FSDP, DeepSpeed's MiCS, the Trainer's HYBRID_SHARD). That it divides dp x cp is checked where dp is known:
 `memory` (core.parallel.check_layout) and the planner, which keeps the layouts it divides (planner.space) and says
 so when none is left (planner.shard_group_refusal). A group of 1 is refused (DDP in effect).
+
+``auto`` (V.SHARD_GROUP_SEARCH): the planner searches the groups itself (planner.shard_group_search) where it picks
+the layout (plan, train, budget); `memory` takes a fixed layout and refuses it (jobs.memory.schema). The stage and
+framework rules above hold for it as for a number (llmc, ZeRO 0, a stage the framework runs no group with).
 """
 
 from __future__ import annotations
@@ -21,13 +25,28 @@ from gpuplan.schema import vocabulary as V
 from gpuplan.schema.partition_activations import PartitionActivationsFields
 
 
-def check_shard_group(framework: str, zero: int | None, shard_group: int | None, default: bool = False) -> None:
+def fixed_shard_group(value) -> int | None:
+    """The group a search holds every layout to: the number given, None for auto or not given."""
+    return None if value is None or value == V.SHARD_GROUP_SEARCH else value
+
+
+def searches_shard_groups(value) -> bool:
+    """Whether --shard-group asks the planner to search the groups (auto)."""
+    return value == V.SHARD_GROUP_SEARCH
+
+
+def check_shard_group(framework: str, zero: int | None, shard_group: int | str | None, default: bool = False,
+                      fixed_layout: bool = False) -> None:
     """InputError naming shard_group where ``framework`` does not run ZeRO ``zero`` (None: the planner's choice)
-    with a shard group (planner.framework_rules.shard_group_refusal)."""
+    with a shard group (planner.framework_rules.shard_group_refusal); ``fixed_layout``: the command takes the
+    layout as given (`memory`), where auto (a search) is refused."""
     from gpuplan.planner.framework_rules import shard_group_refusal
 
     if shard_group is None:
         return
+    if fixed_layout and searches_shard_groups(shard_group):
+        raise InputError("shard_group", shard_group, "`memory` checks one fixed layout: give a group of 2 or more "
+                         "data-parallel ranks dividing dp x cp (auto is for plan, train and budget, which search)")
     why = shard_group_refusal(framework, zero, shard_group, default)  # default: ``zero`` is the framework's, not given
     if why is not None:
         raise InputError("shard_group", shard_group, why)
@@ -52,6 +71,8 @@ def shard_group_assumption(inputs, layout=None) -> tuple:
     group = getattr(inputs, "shard_group", None)
     if group is None:
         return ()
+    if searches_shard_groups(group):
+        return _searched_assumption(layout)
     data = layout.dp * layout.cp if layout is not None else None
     if data == group:  # the group is the whole dp x cp (review s21 R2 S2): no replicas to all-reduce across
         shown = (f"shard group {group:,} = dp x cp: one replica, plain sharding, no HSDP all-reduce")
@@ -62,3 +83,18 @@ def shard_group_assumption(inputs, layout=None) -> tuple:
     return (Assumption("shard_group", "hybrid sharding (HSDP)", shown, "torchtitan@b5bcd76 parallel_dims.py; "
                        "Megatron-Core num_distributed_optimizer_instances; DeepSpeed MiCS; core/comm/dp_costs.py",
                        "--shard-group", True),)
+
+
+def _searched_assumption(layout) -> tuple:
+    """The assumption line of --shard-group auto: the group the planner chose for ``layout`` (or plain sharding)."""
+    from gpuplan.report.model import Assumption
+
+    group = getattr(layout, "shard_group", None)
+    data = layout.dp * layout.cp if layout is not None else None
+    if group and data and group < data:
+        shown = (f"auto: HSDP chosen, model states sharded within {group:,} data-parallel ranks, {data // group:,} "
+                 f"replicas of dp x cp = {data:,}")
+    else:
+        shown = "auto: plain sharding chosen (every data-parallel rank shards; no HSDP group ranked faster)"
+    return (Assumption("shard_group", "hybrid sharding (HSDP)", shown, "planner.shard_group_search: groups of whole "
+                       "nodes below dp x cp, ranked with plain sharding", "--shard-group", True),)

@@ -10,7 +10,7 @@ Where "not given" leads somewhere different per command, the help says so in one
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator, Field, WithJsonSchema
 
@@ -163,11 +163,29 @@ Etp = option(Degree | None, None, "Expert tensor-parallel degree (MoE): how many
 ZeroStage = option(Zero | None, None, "ZeRO stage 0-3 (3 = FSDP full shard). Not given: the planner's choice "
                    "(train, budget, plan); for `memory`, the framework's when data-parallel (torchtitan 3, hf 0, "
                    "others 1), else 0 (calibrate: the log format's).", "planner")
-ShardGroup = option(Degree | None, None, "HSDP: shard the model states within groups of this many data-parallel "
-                    "ranks and replicate them across the dp x cp / shard-group groups (an all-reduce of each gradient "
-                    "shard across them). Must divide dp x cp; needs --zero 1 or more (schema.shard_group: the "
-                    "stages each framework runs it with). Not given: every data-parallel rank shards (plain ZeRO / "
-                    "FSDP); the planner does not search it.", "all data-parallel ranks")
+SHARD_GROUP_SEARCH = "auto"
+"""--shard-group's word: the planner searches the groups itself (planner.shard_group_search)."""
+
+
+def _shard_group(value: Any, info) -> Any:
+    """A whole number of data-parallel ranks, or the word auto (trimmed, any case)."""
+    if isinstance(value, str) and value.strip().lower() == SHARD_GROUP_SEARCH:
+        return SHARD_GROUP_SEARCH
+    try:
+        return T.count(MAX_DEGREE, whole=True)(value, info)
+    except T.NotACount as exc:  # text that is no count: the word is valid too
+        raise InputError(exc.field, exc.value, "expected a whole number of data-parallel ranks such as 8, or auto "
+                         "(the planner searches the groups)") from None
+
+
+ShardGroup = option(T.typed(int | Literal["auto"], _shard_group) | None, None, "HSDP: shard the model states "
+                    "within groups of this many data-parallel ranks and replicate them across the dp x cp / "
+                    "shard-group groups (an all-reduce of each gradient shard across them). Must divide dp x cp; "
+                    "needs --zero 1 or more (schema.shard_group: the stages each framework runs it with). auto "
+                    "(plan, train, budget): the planner also searches the groups of a node times a power of two (8, 16, "
+                    "32, ... GPUs on 8-GPU nodes: --gpus-per-node) below each layout's dp x cp and ranks them with "
+                    "plain sharding; `memory` takes a number. Not given: every data-parallel rank shards (plain ZeRO / FSDP).",
+                    "all data-parallel ranks")
 MicroBatch = option(Sequences | None, None, "Sequences per micro-batch. Not given: the planner's choice (train, "
                     "budget, plan); 1 elsewhere.", "planner")
 GlobalBatch = option(Sequences | None, None, "Sequences per optimizer step (x --seq-len tokens).", "derived")

@@ -20,6 +20,7 @@ from gpuplan.jobs.budget.bounds import MAX_FAILURE_RATE, MAX_RESTART_SECONDS, MA
 from gpuplan.schema import types as T
 from gpuplan.schema import vocabulary as V
 from gpuplan.schema.base import JobInputs
+from gpuplan.schema.shard_group import fixed_shard_group
 
 CONTINGENCY_NAMES = ("restarts", "tuning", "failures", "evaluation")
 WEEK = MAX_RESTART_SECONDS  # a week in seconds: --restart's and --step-time's bound, named once
@@ -177,5 +178,5 @@ class BudgetFields(JobInputs):
             spot_preemptions=self.spot_preemption, contingency=shares, eval_interval=self.eval_interval,
             eval_iters=self.eval_iters if self.eval_iters is not None or self.eval_interval is None else
             DEFAULT_EVAL_ITERS, eval_ramp=self._eval_ramp(),
-            checkpoint_writer_group=mics_writer_group(getattr(self, "framework", ""),
-                                                      getattr(self, "shard_group", None)))  # MiCS: its first group
+            checkpoint_writer_group=mics_writer_group(getattr(self, "framework", ""), fixed_shard_group(
+                getattr(self, "shard_group", None))))  # MiCS: its first group (auto: unknown here, every rank)

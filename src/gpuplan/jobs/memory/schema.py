@@ -133,7 +133,7 @@ class MemoryInputs(ModelFields, LayoutFields, SetupFields):
         cp = self.cp or 1
         zero = self.zero if self.zero is not None else (self.profile.default_zero if dp * cp > 1 else 0)
         # ZeRO 0 included: the framework's own stages named (schema.shard_group; the framework's default stage)
-        check_shard_group(self.framework, zero, self.shard_group, default=self.zero is None)
+        check_shard_group(self.framework, zero, self.shard_group, default=self.zero is None, fixed_layout=True)
         if self.comm_buffer_gib is not None and dp * self.rest == 1:  # the same peak with or without it (wave 21)
             raise InputError("comm_buffer_gib", self.comm_buffer_gib, "sizes NCCL's buffers between GPUs: one GPU "
                              "(dp x tp x pp x cp = 1) has no communicator; give --gpus > 1, or leave it out")

@@ -28,6 +28,7 @@ from gpuplan.jobs.plan import search as plan_search  # called through the module
 from gpuplan.jobs.plan.fallbacks_told import (group_count_note, idle_reason, plan_counts_without_layout,
                                            plan_fallback_note)
 from gpuplan.jobs.plan.search import PlanSearch, chosen_plan, idle_told
+from gpuplan.jobs.plan.shard_group_told import shard_group_line
 from gpuplan.jobs.training.batch_ramp import ramp_input, ramp_line, ramp_notes, ramp_on
 from gpuplan.planner.plan import (Plan, layout_text, ranked_cost, ranked_seconds_per_token, ranking,
                                   row_layout, seconds_per_sequence)
@@ -54,7 +55,7 @@ front's time axis."""
 # The answer-first view of `gpuplan plan`: the winner, its time, MFU, money and memory, and why.
 # eval_wall_seconds (with --eval-interval only): the in-loop evaluation between the failure-free wall-clock and the one
 # with failures, which carries it (hostile wave 22, H's item 3: 40.3 min against 23.91 h read as failures' doing)
-PLAN_HEADLINE = ("best_layout", "best_gpus", "idle_gpus", "global_batch", "batch_ramp", "best_days", "eval_wall_seconds",
+PLAN_HEADLINE = ("best_layout", "shard_group_auto", "best_gpus", "idle_gpus", "global_batch", "batch_ramp", "best_days", "eval_wall_seconds",
                  "fail_wall_seconds",
                  "best_mfu", "best_step_seconds", "best_gpu_hours", "best_cost", "best_peak_bytes", "check_rank",
                  "check_loses_by", "why_shortfall", "comm_ratio_exposed", "bubble_share", "budget_usd_on_demand",
@@ -209,7 +210,8 @@ def plan_report(inputs: PlanInputs, progress=None) -> Report:
     timed = "ramp_timed" in table.columns and table["ramp_timed"][best]  # its factor: not timed twice
     ramp = ramp_on(inputs, plan, result.evaluator, table["ramp_factor"][best] if timed else None)
     summary = Section("Recommendation", recommendation(plan, inputs, result, best, without_layout)
-                      + ((ramp_line(ramp, inputs, plan),) if ramp else ()) + why_lines(plan, result.all))
+                      + ((ramp_line(ramp, inputs, plan),) if ramp else ()) + why_lines(plan, result.all)
+                      + shard_group_line(table, order, layout_of))  # --shard-group auto: the group and the other kind
     checked = check_my_layout(inputs, result, plan) if inputs.layout_given else ()
     breakdown = Section(f"Step time and memory of {plan.text()}", step_lines(plan, "best") + memory_lines(plan, "best", inputs.profile.caching_allocator, gpu))
     tables = (Table(f"top {len(top)} layouts (ranked by {RANKED[rank_by]})", COLUMNS, _rows(table, top, layout_of)),

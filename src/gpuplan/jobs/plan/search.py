@@ -28,6 +28,7 @@ from gpuplan.core.time.step import StepSettings, attention_efficiency, low_preci
 from gpuplan.core.comm.topology import cluster_for
 from gpuplan.core.units import SECONDS_PER_DAY, format_bytes, plural
 from gpuplan.errors import InputError
+from gpuplan.schema.shard_group import fixed_shard_group, searches_shard_groups  # --shard-group auto
 from gpuplan.schema.te_kernels import DEFAULT_FLEX_BACKEND
 from gpuplan.jobs.eager_stack import eager_step_settings
 from gpuplan.jobs.plan.ramp_days import with_ramp_days
@@ -51,7 +52,6 @@ def __getattr__(name: str):
     """``PlanInputs``, still importable from here (as before), built on first use."""
     if name == "PlanInputs":
         from gpuplan.jobs.plan.schema import PlanInputs
-
         return PlanInputs
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
@@ -98,9 +98,9 @@ def evaluator_for(inputs, leave_out: str | None = None, kind_correction_rows: in
                               fp8_any_layout_gemm=gpu.fp8_any_layout_gemm,  # TE's rule by compute capability
                               ep_a2a_overlap=bool(inputs.ep_a2a_overlap),
                               deepspeed_bf16=deepspeed_bf16_engine(inputs.framework, inputs.dtype, inputs.recipe_name))
-    return Evaluator(spec, cluster, memory, step, overheads,
-                     uncertainty_table(spec, inputs.dtype, leave_out, kind_correction_rows),
-                     rules_for(inputs.framework).published_reserve, tp_overlap, shard_group=inputs.shard_group)
+    return Evaluator(spec, cluster, memory, step, overheads, uncertainty_table(spec, inputs.dtype, leave_out,
+                     kind_correction_rows), rules_for(inputs.framework).published_reserve, tp_overlap,
+                     shard_group=fixed_shard_group(inputs.shard_group))  # auto: None, each row's own (its column)
 
 
 def tp_overlap_by_recompute(inputs) -> tuple[tuple[str, float], ...]:
@@ -250,8 +250,9 @@ def space_limits(inputs, exhaustive: bool = False) -> SpaceLimits:
                        interleaved_pipeline=inputs.profile.interleaved_pipeline,
                        interleaved_needs_pp_micro_batches=inputs.profile.interleaved_needs_pp_micro_batches,
                        combined_1f1b=combined, sequence_split=inputs.sequence_parallel, etp=inputs.etp,
-                       batch_per_gpu=inputs.batch_per_gpu(inputs.seq_len), framework=inputs.framework,
-                       shard_group=inputs.shard_group)  # HSDP: the layouts it divides (planner.space)
+                       batch_per_gpu=inputs.batch_per_gpu(inputs.seq_len), framework=inputs.framework,  # HSDP: the
+                       shard_group=fixed_shard_group(inputs.shard_group),  # layouts it divides (planner.space); auto:
+                       shard_group_search=searches_shard_groups(inputs.shard_group))  # planner.shard_group_search
 
 
 @dataclass(frozen=True)

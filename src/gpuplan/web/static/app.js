@@ -5,7 +5,7 @@
 
 const SOURCES = ["catalog", "config", "params"];
 const FORM_FIELDS = ["model", "config", "params", "tokens", "gpus", "days", "mfu", "gpu", "tp", "pp", "zero",
-  "micro_batch", "seq_len", "recompute", "recompute_modules", "recompute_layers", "recipe", "dtype", "plan_gpus", "rank_by", "context", "batch",
+  "shard_group", "micro_batch", "seq_len", "recompute", "recompute_modules", "recompute_layers", "recipe", "dtype", "plan_gpus", "rank_by", "context", "batch",
   "quantization", "infer_tp", "rps", "ttft_p99", "tpot", "prompt", "output_tokens", "engine", "speculative",
   "prefix_hit", "max_loras", "max_lora_rank"];
 // Megatron-style recompute scope (selective modules, or full recompute of the first N layers per
@@ -15,11 +15,11 @@ const RECOMPUTE_PARTS = {recompute_modules: "recompute_modules", recompute_layer
 const ENDPOINTS = {
   budget: {tokens: "tokens", gpu: "gpu", gpus: "gpus", days: "days", mfu: "mfu", dtype: "dtype", seq_len: "seq_len",
     recompute: "recompute", recipe: "recipe", zero: "zero", tp: "tp", pp: "pp", micro_batch: "micro_batch",
-    ...RECOMPUTE_PARTS},
+    shard_group: "shard_group", ...RECOMPUTE_PARTS},
   memory: {gpu: "gpu", gpus: "gpus", seq_len: "seq_len", micro_batch: "micro_batch", tp: "tp", pp: "pp", zero: "zero",
-    recipe: "recipe", recompute: "recompute", ...RECOMPUTE_PARTS},
+    shard_group: "shard_group", recipe: "recipe", recompute: "recompute", ...RECOMPUTE_PARTS},
   plan: {tokens: "tokens", gpu: "gpu", plan_gpus: "gpus", days: "days", seq_len: "seq_len", recipe: "recipe",
-    dtype: "dtype", rank_by: "rank_by", ...RECOMPUTE_PARTS},
+    dtype: "dtype", rank_by: "rank_by", shard_group: "shard_group", ...RECOMPUTE_PARTS},
   inference: {gpu: "gpu", context: "context", batch: "batch", quantization: "quantization", infer_tp: "tp",
     rps: "rps", ttft_p99: "ttft_p99", tpot: "tpot", prompt: "prompt", output_tokens: "output_tokens",
     engine: "engine", speculative: "speculative", prefix_hit: "prefix_hit", max_loras: "max_loras",
@@ -214,11 +214,13 @@ async function runAll(pushState = true) {
   document.body.dataset.ready = "true";
 }
 
+// --shard-group auto is a search (plan, budget): the memory check takes the group the budget's layout chose, or none.
 function withPlanLayout(body) {
   const budget = state.results.budget;
   const line = budget ? findLine(budget, "mem_layout") : null;
-  if (!line || typeof line.value !== "object" || line.value === null) return body;
   const out = {...body};
+  if (String(out.shard_group).trim().toLowerCase() === "auto") delete out.shard_group;
+  if (!line || typeof line.value !== "object" || line.value === null) return out;
   PLAN_LAYOUT_FIELDS.forEach((field) => { if (line.value[field] !== undefined) out[field] = line.value[field]; });
   return out;
 }
