@@ -38,6 +38,13 @@ Found, each fixed where every door passes (one line naming the field, exit 2):
     given and offers eager ('attention_kernel: got 'flash'; Gemma2ForCausalLM does not support an attention
     implementation through torch.nn.functional.scaled_dot_product_attention yet (--attention-kernel flash and sdpa
     build SDPA): give --attention-kernel eager'; config_fields.kernel_refusal, retold by jobs/measure/estimate).
+(5) a Qwen2-MoE / Qwen3-MoE config.json that states mlp_only_layers but leaves decoder_sparse_step to its default
+    (1) had mlp_only_layers ignored: every layer was read as MoE (with [0, 1, 2, 3] on 4 layers: answered, where the
+    sister case of no MoE layer is refused), while transformers builds those layers dense (modeling_qwen2_moe.py@
+    5.25.0 L358-359); the Qwen rule now applies by model type (adapters/hf_config._moe), cross-checked against the
+    layers transformers builds on the meta device.
+(6) (2)'s rule for multi-latent attention: an odd qk_rope_head_dim (15) was answered, where transformers refuses it
+    (DeepseekV3Config sets head_dim = qk_rope_head_dim, then validate_rope); refused naming qk_rope_head_dim.
 """
 
 import json
@@ -218,3 +225,71 @@ def test_4_a_missing_sdpa_path_names_the_option_and_offers_eager(run_cli, flags,
     assert err == (f"error: attention_kernel: got '{given}'; Gemma2ForCausalLM does not support an attention "
                    "implementation through torch.nn.functional.scaled_dot_product_attention yet (--attention-kernel "
                    "flash and sdpa build SDPA): give --attention-kernel eager\n")
+
+
+# ---- (5) Qwen-MoE mlp_only_layers without decoder_sparse_step --------------------------------------------------------
+
+QWEN_MOE = {"model_type": "qwen2_moe", "hidden_size": 256, "num_hidden_layers": 4, "num_attention_heads": 4,
+            "num_key_value_heads": 4, "intermediate_size": 512, "moe_intermediate_size": 128,
+            "shared_expert_intermediate_size": 256, "num_experts": 8, "num_experts_per_tok": 2, "vocab_size": 1000,
+            "max_position_embeddings": 4096}
+"""A four-layer Qwen2-MoE without decoder_sparse_step (Qwen2MoeConfig's default 1: every layer may be MoE)."""
+
+
+@pytest.mark.parametrize("model_type", ["qwen2_moe", "qwen3_moe"])
+@pytest.mark.parametrize("dense", [[0, 2], [3], []])
+def test_5_mlp_only_layers_are_dense_as_transformers_builds_them(model_type, dense):
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    from gpuplan.adapters.hf_config import model_spec_from_hf_config
+
+    config = {**QWEN_MOE, "model_type": model_type, "mlp_only_layers": dense}
+    spec = model_spec_from_hf_config(config)
+    assert spec.moe_layers == tuple(i not in dense for i in range(4))
+    built = AutoConfig.for_model(model_type, **{k: v for k, v in config.items() if k != "model_type"})
+    with torch.device("meta"):
+        model = AutoModelForCausalLM.from_config(built)
+    assert spec.moe_layers == tuple("Sparse" in type(layer.mlp).__name__ for layer in model.model.layers)
+
+
+def test_5_every_layer_dense_is_refused_at_every_door(run_cli, client, tmp_path):
+    config = {**QWEN_MOE, "mlp_only_layers": [0, 1, 2, 3]}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config), encoding="utf-8")
+    words = "config.json: num_experts: got 8; is set but no layer of 4 would be MoE"
+    assert words in field_refusal(run_cli("memory", str(path), "--gpus", "1"), "config.json: num_experts")
+    assert words in field_refusal(run_cli("infer", "--model", str(path)), "config.json: num_experts")
+    assert words in web_refusal(client.post("/api/memory", json={"config": config, "gpus": 1}),
+                                "config.json: num_experts")
+
+
+# ---- (6) MLA's rotary part of odd width -----------------------------------------------------------------------------
+
+DEEPSEEK = {"model_type": "deepseek_v3", "hidden_size": 256, "num_hidden_layers": 4, "num_attention_heads": 4,
+            "num_key_value_heads": 4, "intermediate_size": 512, "moe_intermediate_size": 128, "n_routed_experts": 8,
+            "n_shared_experts": 1, "num_experts_per_tok": 2, "vocab_size": 1000, "max_position_embeddings": 4096,
+            "kv_lora_rank": 64, "q_lora_rank": 96, "qk_nope_head_dim": 32, "qk_rope_head_dim": 16, "v_head_dim": 32,
+            "n_group": 2, "topk_group": 1, "first_k_dense_replace": 1}
+
+
+def test_6_an_odd_mla_rotary_width_is_refused_at_every_door(run_cli, client, tmp_path):
+    from transformers import DeepseekV3Config
+
+    config = {**DEEPSEEK, "qk_rope_head_dim": 15}
+    with pytest.raises(Exception, match="RoPE requires an even rotary dimension"):
+        DeepseekV3Config(**{k: v for k, v in config.items() if k != "model_type"})
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config), encoding="utf-8")
+    line = ("error: config.json: qk_rope_head_dim: got 15; gives a rotary part 15 channels wide, all rotated: RoPE "
+            "turns channel pairs, so the rotated width must be even (transformers refuses an odd one)\n")
+    assert field_refusal(run_cli("memory", str(path), "--gpus", "1"), "config.json: qk_rope_head_dim") == line
+    assert field_refusal(run_cli("infer", "--model", str(path)), "config.json: qk_rope_head_dim") == line
+    web = web_refusal(client.post("/api/inference", json={"config": config}), "config.json: qk_rope_head_dim")
+    assert f"error: {web}\n" == line
+
+
+def test_6_the_even_mla_config_is_answered(run_json, tmp_path):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(DEEPSEEK), encoding="utf-8")
+    assert run_json("memory", str(path), "--gpus", "1")

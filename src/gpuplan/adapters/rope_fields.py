@@ -125,17 +125,23 @@ def check_even_rotary(cfg: dict[str, Any], model_type: str, head_dim: int) -> No
     and transformers 5.25.0 refuses an odd one (modeling_rope_utils.py validate_rope L919-932: head_dim > 4, odd,
     int(head_dim x partial_rotary_factor) == head_dim: 'RoPE requires an even rotary dimension'); where a class keeps
     no head_dim attribute it skips the check and the model fails in its first forward (a Qwen2 of hidden 252 and 4
-    heads: `measure` exit 70). No RoPE (GPT-2, GPTBigCode, ALiBi MPT / Falcon) or MLA's own rope width: no check."""
-    if (model_type in NO_ROPE_TYPES or cfg.get("alibi") is True or cfg.get("kv_lora_rank") is not None
+    heads: `measure` exit 70). Multi-latent attention rotates its qk_rope_head_dim channels, whole (DeepseekV2Config /
+    DeepseekV3Config set head_dim = qk_rope_head_dim, configuration_deepseek_v2.py@5.25.0 L121). No RoPE (GPT-2,
+    GPTBigCode, ALiBi MPT / Falcon): no check."""
+    if (model_type in NO_ROPE_TYPES or cfg.get("alibi") is True
             or (model_type == "mpt" and not cfg.get("mpt_rope", True))):
         return
-    share = check_rope(cfg)[1].get("partial_rotary_factor") or cfg.get("partial_rotary_factor") or cfg.get(
-        "rotary_pct") or 1.0
-    if head_dim > 4 and head_dim % 2 and int(head_dim * share) == head_dim:
-        field, value = ("head_dim", head_dim) if cfg.get("head_dim") is not None else (
-            "num_attention_heads", first(cfg, "num_attention_heads", "n_head", "num_heads"))
-        raise InputError(f"config.json: {field}", value, f"gives heads {head_dim} channels wide, all rotated: RoPE "
-                         "turns channel pairs, so the rotated width must be even (transformers refuses an odd one)")
+    mla = cfg.get("kv_lora_rank") is not None
+    share = 1.0 if mla else check_rope(cfg)[1].get("partial_rotary_factor") or cfg.get(
+        "partial_rotary_factor") or cfg.get("rotary_pct") or 1.0
+    width = cfg.get("qk_rope_head_dim") if mla else head_dim
+    if isinstance(width, int) and width > 4 and width % 2 and int(width * share) == width:
+        heads = first(cfg, "num_attention_heads", "n_head", "num_heads")
+        field, value = (("qk_rope_head_dim", width) if mla else ("head_dim", head_dim)
+                        if cfg.get("head_dim") is not None else ("num_attention_heads", heads))
+        raise InputError(f"config.json: {field}", value, f"gives {'a rotary part' if mla else 'heads'} {width} "
+                         "channels wide, all rotated: RoPE turns channel pairs, so the rotated width must be even "
+                         "(transformers refuses an odd one)")
 
 
 def rope_attention_factor(cfg: dict[str, Any]) -> float:
