@@ -129,7 +129,8 @@ class Evaluator:
     FrameworkProfile.tp_overlap_for: its share falls under full recompute); None: step's tp_overlap in every mode."""
     shard_group: int | None = None
     """--shard-group (HSDP): every layout's model states sharded within this many data-parallel ranks (the search
-    keeps the layouts whose dp x cp it divides: planner.space); None: over all of them."""
+    keeps the layouts whose dp x cp it divides: planner.space); None: over all of them (--shard-group auto: None
+    here, each variant's copy holds its group, planner.shard_group_search)."""
 
     @property
     def fsdp2_pools(self) -> bool:

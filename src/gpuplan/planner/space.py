@@ -83,7 +83,7 @@ class SpaceLimits:
     stage the user fixed is evaluated as asked."""
     shard_group: int | None = None
     """--shard-group (HSDP): only structures whose dp x cp it divides, with the ZeRO stages the framework runs it
-    with (framework_rules.HSDP_ZERO_STAGES); None: every data-parallel rank shards (not searched)."""
+    with (framework_rules.HSDP_ZERO_STAGES); None: every data-parallel rank shards (auto: shard_group_search)."""
     shard_group_search: bool = False
     """--shard-group auto: the search also ranks the HSDP groups of whole nodes below each layout's dp x cp
     (planner.shard_group_search, after the plain search)."""
