@@ -186,3 +186,16 @@ def test_the_web_page_sends_the_shard_group():
     for lang in ("en", "zh"):
         words = json.loads((ROOT / f"src/gpuplan/web/static/i18n/{lang}.json").read_text(encoding="utf-8"))["ui"]
         assert words["shard_group"] and words["shard_group_hint"]
+
+
+@pytest.mark.parametrize("more", [{"gpus": 512, "rank_by": "cost"}, {"days": 3}, {"gpus": "256-1024", "rank_by": "gpus"},
+                                  {"gpus": 512, "framework": "megatron", "rank_by": "cost"}])
+def test_the_pruned_search_answers_as_the_exhaustive_one_under_every_ranking(more):
+    """RankBound prunes per GPU count; the cost, deadline (fewest GPUs meeting 3 days, then cheapest) and fewest-GPUs
+    rankings order a count's rows by time too, so the answer and its group are the exhaustive search's."""
+    answers = []
+    for exhaustive in (False, True):
+        lines = _results(gpuplan.plan_report(gpuplan.PlanInputs(**{**ASK, **more, "shard_group": "auto",
+                                                                   "exhaustive": exhaustive})))
+        answers.append((lines["best_layout"].text, lines["shard_group_auto"].value))
+    assert answers[0] == answers[1]
