@@ -319,32 +319,34 @@ def prime_nccl_all_reduce(messages, tp: int, fabric: Accelerator) -> None:
         return
     sizes = [m for m in dict.fromkeys(float(m) for m in messages) if (m, tp, fabric) not in _NCCL_ALL_REDUCE_SECONDS]
     if sizes:
-        seconds = collective_seconds("all_reduce", np.asarray(sizes), cluster_for(fabric).group(tp))
-        _remember({(m, tp, fabric): float(t) for m, t in zip(sizes, np.broadcast_to(seconds, len(sizes)))})
+        _remember(dict(zip(((m, tp, fabric) for m in sizes), nccl_all_reduce_values(sizes, tp, fabric))))
+
+
+def nccl_all_reduce_values(messages: list[float], tp: int, fabric: Accelerator) -> list[float]:
+    """nccl_all_reduce_seconds of each of ``messages`` (bytes) over ``tp`` GPUs of ``fabric``, in one vectorised call
+    and not remembered: the caller keeps them and hands over those it uses (remember_nccl_all_reduce). The same
+    floats as the scalar evaluation, bit for bit: collective_seconds is elementwise numpy arithmetic
+    (tests/test_sizing_speed_s22.py compares them for every catalog part, TP and P2P setting over 84 sizes)."""
+    seconds = collective_seconds("all_reduce", np.asarray(messages, dtype=float), cluster_for(fabric).group(tp))
+    return [float(t) for t in np.broadcast_to(seconds, len(messages))]
+
+
+def nccl_all_reduce_known(message: float, tp: int, fabric: Accelerator) -> bool:
+    """nccl_all_reduce_seconds holds ``message`` over ``tp`` GPUs of ``fabric`` (evaluated or handed over)."""
+    return (message, tp, fabric) in _NCCL_ALL_REDUCE_SECONDS
+
+
+def remember_nccl_all_reduce(message: float, tp: int, fabric: Accelerator, seconds: float) -> None:
+    """Hand nccl_all_reduce_seconds one value worked out ahead (nccl_all_reduce_values): a sizing's decode step at
+    one batch hands its own messages over, where priming put the keys of every batch up to its KV cap in the table
+    (~72,000 keys an answer, ~0.2 s of hashing; docs/performance.md, 'Serving sizing')."""
+    _remember({(message, tp, fabric): seconds})
 
 
 def _remember(found: dict) -> None:
-    global _NCCL_CLEARS
     if len(_NCCL_ALL_REDUCE_SECONDS) + len(found) > _NCCL_CACHE_LIMIT:
         _NCCL_ALL_REDUCE_SECONDS.clear()
-        _NCCL_CLEARS += 1
     _NCCL_ALL_REDUCE_SECONDS.update(found)
-
-
-_NCCL_CLEARS = 0
-"""Times _remember started the table afresh (nccl_cache_mark)."""
-
-
-def nccl_cache_mark() -> tuple[int, int]:
-    """(clears, entries) of the NCCL table now: while a later mark has the same clears and no fewer entries, every
-    all-reduce primed before it is still there (core.serving.step_memo: a remembered decode table is not primed again)."""
-    return _NCCL_CLEARS, len(_NCCL_ALL_REDUCE_SECONDS)
-
-
-def nccl_cache_holds(mark: tuple[int, int]) -> bool:
-    """What nccl_cache_mark gave at ``mark`` is all still in the table (not cleared since: a test's clear() empties
-    it without counting, so fewer entries say so too)."""
-    return mark[0] == _NCCL_CLEARS and len(_NCCL_ALL_REDUCE_SECONDS) >= mark[1]
 
 
 def tp_allreduce_seconds(message_bytes, tp: int, link_bytes_per_s: float | None, latency_s: float, *,

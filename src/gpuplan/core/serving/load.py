@@ -103,6 +103,11 @@ def max_rate(target: LoadTarget, prefill_s: float, decode_s: Callable[[int], flo
     """The highest rate one replica sustains within the target and its KV capacity
     (``max_sequences`` in flight); None when even a trickle misses the target."""
     def ok(rate: float) -> ReplicaLoad | None:
+        # the TTFT p99 reads no decode step (replica_at's, as ReplicaLoad.meets compares it): a rate it rules out
+        # times none (508 of the README sizing's 2,089 probes; docs/performance.md, 'Serving sizing')
+        rho = rate * prefill_s
+        if rho < 1 and first_token_seconds(prefill_s, rho, path_s)[1] > target.ttft_p99 * (1 + 1e-9):
+            return None
         load = replica_at(rate, prefill_s, decode_s, output, max_sequences, path_s)
         return load if load and load.meets(target) and load.in_flight <= max_sequences else None
 

@@ -19,6 +19,7 @@ from gpuplan.core.hardware import Accelerator
 from gpuplan.core.model.spec import ModelSpec
 from gpuplan.core.serving import first_token_path as FT
 from gpuplan.core.serving import graph_floor as GF
+from gpuplan.core.serving.identity_memo import ByIdentity
 from gpuplan.core.serving import kernels as KR
 from gpuplan.core.serving import layer_kernels as LK
 from gpuplan.core.serving import lora as L
@@ -135,8 +136,8 @@ def step_time(work: StepWork, spec: ModelSpec, setup: ServingSetup, *, tp: int, 
 
 
 @lru_cache(maxsize=1024)
-def _step_constants(spec: ModelSpec, setup: ServingSetup, tp: int, pp: int, which: int, act_bytes: int,
-                    fabric: Accelerator | None) -> tuple:
+def _step_constants_of(spec: ModelSpec, setup: ServingSetup, tp: int, pp: int, which: int, act_bytes: int,
+                       fabric: Accelerator | None) -> tuple:
     """step_time's terms that do not depend on the step (its tokens, sequences, context): the efficiency fractions
     (bw, gemm, kv, attention), the MoE combine and elementwise bytes a token and layer, the all-reduce's element bytes
     and bf16 flag, the engine's own all-reduce limit, the all-reduces a forward and the largest graphed step. The
@@ -156,6 +157,10 @@ def _step_constants(spec: ModelSpec, setup: ServingSetup, tp: int, pp: int, whic
     graph_max = graph_max_tokens_at(release, eff.graph_max_tokens, fabric, tp)
     return (bw, gemm, kv, attention, combine, per_token, ar_bytes, bf16, custom, forward_allreduces(spec, release),
             graph_max)
+
+
+_step_constants = ByIdentity(_step_constants_of)
+"""step_time's constants: _step_constants_of, found by the identity of its inputs first (identity_memo)."""
 
 
 def graph_max_tokens_at(release: EngineRelease, configured: int, fabric: Accelerator | None, tp: int) -> int:
@@ -194,24 +199,35 @@ def decode_positions(setup: ServingSetup) -> int:
     return 1 + (s.tokens if s else 0)
 
 
-def prime_decode_allreduces(spec: ModelSpec, setup: ServingSetup, tp: int, fabric: Accelerator | None,
-                            batches) -> None:
-    """Evaluate, in one vectorised pass, the NCCL all-reduces decode steps at ``batches``
-    sequences would ask for (kernels.prime_nccl_all_reduce): a search over batches then finds them. With a
-    draft model (speculation.draft: a draft model, EAGLE / MTP head) its k proposer steps too, one token a
-    sequence on the draft's hidden size (decode_step's plain setup): without them every draft all-reduce
-    NCCL takes (--no-p2p: all of them) was evaluated alone (`infer llama-3.1-8b --rps 5 --speculative draft
-    --draft-model llama-3.2-1b --no-p2p`: 17,017 scalar evaluations, ~10 s; w16 B2)."""
-    if fabric is not None:
-        fabric = KR.collective_fabric(fabric, setup.runtime.p2p)  # the links tp_allreduce_seconds asks about
-        positions = decode_positions(setup)
-        ar_bytes = allreduce_dtype(setup.fmt.compute_dtype, setup.fmt.name)[0]  # step_time's message
-        batches = list(batches)
-        messages = [allreduce_message_bytes(spec, b * positions, ar_bytes) for b in batches]
-        draft = setup.speculation.draft if setup.speculation is not None else None
-        if draft is not None:  # the plain setup keeps the format: the same element bytes, one position
-            messages += [allreduce_message_bytes(draft, b, ar_bytes) for b in batches]
-        KR.prime_nccl_all_reduce(messages, tp, fabric)
+def decode_allreduce_messages(spec: ModelSpec, setup: ServingSetup, batches) -> list[tuple[float, ...]]:
+    """For each of ``batches``, the message bytes of the TP all-reduces a decode step at that many sequences asks
+    kernels for: its own (step_time's message: decode_positions tokens a sequence, allreduce_dtype's element bytes)
+    and, with a draft model (speculation.draft: a draft model, EAGLE / MTP head), its k proposer steps' (one token a
+    sequence on the draft's hidden size; decode_step's plain setup keeps the format: the same element bytes). The
+    sizing evaluates those of every batch it may ask in one vectorised pass (jobs/inference/decode_table.py): without
+    the draft's every draft all-reduce NCCL takes (--no-p2p: all of them) was evaluated alone (`infer llama-3.1-8b
+    --rps 5 --speculative draft --draft-model llama-3.2-1b --no-p2p`: 17,017 scalar evaluations, ~10 s; w16 B2)."""
+    ar_bytes = allreduce_dtype(setup.fmt.compute_dtype, setup.fmt.name)[0]
+    positions = decode_positions(setup)
+    draft = setup.speculation.draft if setup.speculation is not None else None
+    if draft is None:
+        return [(float(allreduce_message_bytes(spec, b * positions, ar_bytes)),) for b in batches]
+    return [(float(allreduce_message_bytes(spec, b * positions, ar_bytes)), float(allreduce_message_bytes(draft, b, ar_bytes)))
+            for b in batches]
+
+
+def prefill_allreduce_messages(spec: ModelSpec, setup: ServingSetup, fabric: Accelerator | None,
+                               prompt: int) -> tuple[float, ...]:
+    """The message bytes of the TP all-reduces prefill_step of one ``prompt`` asks kernels for: one forward of its
+    uncached tokens, or the scheduler's chunks (request_path.prefill_chunk_runs: the full budget's and the
+    remainder's). The sizing evaluates them in the decode steps' one pass (jobs/inference/decode_table.py)."""
+    ar_bytes = allreduce_dtype(setup.fmt.compute_dtype, setup.fmt.name)[0]
+    budget = RP.split_budget(setup, fabric, prompt, 1)
+    if budget is None:
+        tokens = (max(1, prompt - math.floor(setup.prefix_hit * prompt)),)
+    else:
+        tokens = tuple(new for new, _ in RP.prefill_chunk_runs(prompt, int(setup.prefix_hit * prompt), budget))
+    return tuple(float(allreduce_message_bytes(spec, t, ar_bytes)) for t in tokens)
 
 
 def gpu_keywords(gpu: Accelerator, setup: ServingSetup) -> dict:

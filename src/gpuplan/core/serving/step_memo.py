@@ -18,16 +18,19 @@ TABLES_LIMIT = 256
 batches each (~3 MB for all 256)."""
 
 class DecodeTable:
-    """One replica shape's decode steps: ``steps`` batch -> seconds (roofline.decode_step's total), and how far its
-    all-reduces were primed (roofline.prime_decode_allreduces of batches 1..``primed_to``, the NCCL table's
-    kernels.nccl_cache_mark then): a later answer primes again only past that batch or once the table was cleared."""
+    """One replica shape's decode steps: ``steps`` batch -> seconds (roofline.decode_step's total), and the NCCL
+    all-reduces its steps at batches 1..``primed_to`` ask for (``messages``; ``allreduces``: message bytes -> seconds, worked out in
+    one vectorised pass when a step first needs one kernels does not hold; None until then), handed to kernels
+    message by message (jobs/inference/decode_table.hand_allreduces)."""
 
-    __slots__ = ("steps", "primed_to", "mark")
+    __slots__ = ("steps", "primed_to", "messages", "allreduces")
 
     def __init__(self) -> None:
         self.steps: dict = {}
         self.primed_to = -1
-        self.mark = (-1, 0)
+        self.messages: list = []
+        """The all-reduce message bytes of the step at each batch 1..primed_to (roofline.decode_allreduce_messages)."""
+        self.allreduces: dict | None = None
 
 
 _TABLES: OrderedDict[tuple, DecodeTable] = OrderedDict()

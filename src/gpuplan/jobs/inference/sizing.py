@@ -9,10 +9,7 @@ import math
 from dataclasses import dataclass, field
 
 from gpuplan.core.serving import request_path as RP
-from gpuplan.core.serving import roofline as R
-from gpuplan.core.serving import kernels as KR
 from gpuplan.core.serving import kv_cache as K
-from gpuplan.core.serving import step_memo as SM
 from gpuplan.core.hardware import Accelerator
 from gpuplan.core.units import NO_PRICE_TEXT, format_usd
 from gpuplan.core.serving.load import (
@@ -26,6 +23,7 @@ from gpuplan.core.serving.load import (
     replicas_for,
 )
 from gpuplan.errors import InputError
+from gpuplan.jobs.inference.decode_table import step_times as _step_times  # tests name sizing._step_times
 from gpuplan.jobs.inference.resolve import Plan, plan_on_gpu
 from gpuplan.jobs.inference.serving import (max_sequences_at, price_for, scheduler_refusal, search_tps, serves,
                                               serving_gpus)
@@ -70,33 +68,6 @@ class SizedConfig:
     @property
     def cost_per_hour(self) -> float | None:
         return None if self.price is None else self.price * self.gpus
-
-
-def _step_times(plan: Plan, gpu: Accelerator, tp: int, max_batch: int = 0):
-    """(prefill seconds of one prompt, decode-step seconds as a function of the batch); the TP
-    all-reduces of batches up to ``max_batch`` are evaluated up front in one vectorised pass."""
-    spec, setup = plan.spec, plan.setup
-    layout = K.kv_layout(spec, setup.kv_bytes, tp, 1, setup.block_size)
-    kv_seq = layout.bytes_per_sequence(plan.decode_context)
-    # the rate search asks for the same integer batches again and again, and another answer on the same replica
-    # (another rate or target) for the same steps: remembered by every input of the step (core.serving.step_memo),
-    # primed again only past the batches primed before or once the NCCL table was cleared
-    remembered = SM.decode_table((spec, plan.groups, setup, kv_seq, plan.decode_context, tp, gpu))
-    if remembered.primed_to < max_batch or not KR.nccl_cache_holds(remembered.mark):
-        R.prime_decode_allreduces(spec, setup, tp, gpu, range(1, max_batch + 1))
-        remembered.primed_to, remembered.mark = max_batch, KR.nccl_cache_mark()
-    table = remembered.steps
-    common = dict(tp=tp, pp=1, **R.gpu_keywords(gpu, setup))
-    prefill = R.prefill_step(spec, plan.groups, setup, prompt=plan.prompt, **common).total
-
-    def decode(batch: int) -> float:
-        found = table.get(batch)
-        if found is None:
-            found = table[batch] = R.decode_step(spec, plan.groups, setup, kv_seq, batch=batch,
-                                                 context=plan.decode_context, **common).total
-        return found
-
-    return prefill, decode
 
 
 def _tp_steps(plan: Plan, gpu: Accelerator, tp: int):

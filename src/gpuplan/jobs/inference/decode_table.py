@@ -1,0 +1,75 @@
+"""The serving sizing's step times of one replica (jobs/inference/sizing.py): one prompt's prefill and the decode
+step as a function of the batch, each batch timed once and kept across answers (core.serving.step_memo), and the
+NCCL all-reduces their steps ask for, evaluated in one vectorised pass. Units: seconds, sequences, bytes."""
+
+from __future__ import annotations
+
+from gpuplan.core.hardware import Accelerator
+from gpuplan.core.serving import kernels as KR
+from gpuplan.core.serving import kv_cache as K
+from gpuplan.core.serving import roofline as R
+from gpuplan.core.serving import step_memo as SM
+
+
+def step_times(plan, gpu: Accelerator, tp: int, max_batch: int = 0):
+    """(prefill seconds of one prompt, decode-step seconds as a function of the batch) of ``plan`` (resolve.Plan) at
+    ``tp`` on ``gpu``. The NCCL all-reduces of the decode steps at batches 1..``max_batch`` (and of the prefill)
+    are evaluated in one vectorised pass, before the prefill where kernels does not hold the prefill's yet, else
+    the first time a decode step needs one kernels does not hold; each step hands kernels its own before it is
+    timed (hand_allreduces), so no step evaluates one alone (~0.5 ms each)."""
+    spec, setup = plan.spec, plan.setup
+    layout = K.kv_layout(spec, setup.kv_bytes, tp, 1, setup.block_size)
+    kv_seq = layout.bytes_per_sequence(plan.decode_context)
+    # the rate search asks for the same integer batches again and again, and another answer on the same replica
+    # (another rate or target) for the same steps: remembered by every input of the step (core.serving.step_memo)
+    remembered = SM.decode_table((spec, plan.groups, setup, kv_seq, plan.decode_context, tp, gpu))
+    fabric = KR.collective_fabric(gpu, setup.runtime.p2p) if tp > 1 else None  # what tp_allreduce_seconds asks about
+    if remembered.primed_to < max_batch:  # the seconds evaluated when first needed (_evaluate)
+        remembered.primed_to, remembered.allreduces = max_batch, None
+        remembered.messages = R.decode_allreduce_messages(spec, setup, range(1, max_batch + 1)) if fabric else []
+    if fabric is not None:  # the prefill's, in the decode steps' pass where kernels has not evaluated them
+        missing = [m for m in R.prefill_allreduce_messages(spec, setup, gpu, plan.prompt)
+                   if not KR.nccl_all_reduce_known(m, tp, fabric)]
+        for message, seconds in (_evaluate(remembered, spec, setup, tp, fabric, missing) if missing else {}).items():
+            KR.remember_nccl_all_reduce(message, tp, fabric, seconds)
+    table = remembered.steps
+    common = dict(tp=tp, pp=1, **R.gpu_keywords(gpu, setup))
+    prefill = R.prefill_step(spec, plan.groups, setup, prompt=plan.prompt, **common).total
+
+    def decode(batch: int) -> float:
+        found = table.get(batch)
+        if found is None:
+            if fabric is not None and batch <= remembered.primed_to:
+                hand_allreduces(remembered, spec, setup, tp, fabric, batch)
+            found = table[batch] = R.decode_step(spec, plan.groups, setup, kv_seq, batch=batch,
+                                                 context=plan.decode_context, **common).total
+        return found
+
+    return prefill, decode
+
+
+def hand_allreduces(remembered: SM.DecodeTable, spec, setup, tp: int, fabric: Accelerator, batch: int) -> None:
+    """Before the decode step at ``batch`` is timed: each of its NCCL all-reduce messages
+    (``remembered.messages``, roofline.decode_allreduce_messages) kernels does not hold, handed over from the table's one pass (_evaluate).
+    Before, the sizing put those of every batch 1..cap in kernels' table up front (~72,000 keys an answer, most never
+    read: ~0.2 s of hashing the part into keys)."""
+    for message in remembered.messages[batch - 1]:
+        if not KR.nccl_all_reduce_known(message, tp, fabric):
+            if remembered.allreduces is None:
+                _evaluate(remembered, spec, setup, tp, fabric)
+            KR.remember_nccl_all_reduce(message, tp, fabric, remembered.allreduces[message])
+
+
+def _evaluate(remembered: SM.DecodeTable, spec, setup, tp: int, fabric: Accelerator, extra=()) -> dict:
+    """One vectorised pass (kernels.nccl_all_reduce_values: the same floats as a scalar evaluation, bit for bit) over
+    the messages of the decode steps at batches 1..primed_to, kept as ``remembered.allreduces`` (message bytes ->
+    seconds), unless kept already, and over ``extra`` (the prefill's): the seconds of ``extra``, by message. Nothing
+    where there is nothing to evaluate."""
+    steps = [] if remembered.allreduces is not None else [m for step in remembered.messages for m in step]
+    if not steps and not extra:
+        return {}
+    messages = list(dict.fromkeys([*steps, *extra]))
+    seconds = dict(zip(messages, KR.nccl_all_reduce_values(messages, tp, fabric)))
+    if remembered.allreduces is None:
+        remembered.allreduces = seconds
+    return {m: seconds[m] for m in extra}
