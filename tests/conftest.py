@@ -25,9 +25,10 @@ def one_thread_a_worker() -> None:
     so 2 workers on 2 cores ran 4 OpenMP threads that spin-wait for each other. test_trial.py's 10 in-process trials
     under the other agents' load (2026-12-07, 2-core host, -n 0): 28.7 s user at 2 threads, 16.6 s at 1, wall
     30.4 -> 22.0 s. Set before any worker imports torch (nothing the suite imports at collection does), so torch
-    reads it when it builds its pool; it also reaches the subprocesses the suite starts, but for the README's trial
-    loop (tests/test_readme.py drops it: the loop runs as a user runs it). A timing a trial records still describes
-    the threads it ran on (the measurement file's cpu_threads); no test asserts a thread count. test_trial.py,
+    reads it when it builds its pool; it also reaches the subprocesses the suite starts, the README's trial loop
+    included (tests/test_readme.py: 78.2 -> 50.4 s CPU for its first `gpuplan profile` under load). A timing a
+    trial records still describes the threads it ran on (the measurement file's cpu_threads); no test asserts a
+    thread count. test_trial.py,
     test_calibrate.py and test_cpu_precision.py on 2 workers: 109.0 -> 83.3 s CPU (user + sys), wall 109 -> 95 s;
     test_gpu_memory_check.py, test_fsdp_pipeline_grads.py and test_fsdp_copies.py (their scripts' processes inherit
     it): 119.6 -> 89.9 s CPU, wall 126 -> 78 s."""

@@ -49,10 +49,15 @@ def test_the_trial_loop_runs_in_order_on_a_cpu(tmp_path):
 
     (tmp_path / "examples").symlink_to(ROOT / "examples")
     bin_dir = Path(sys.executable).parent
-    # The user's environment, less any OMP_NUM_THREADS: `gpuplan profile` then runs torch's default intra-op threads
-    # (one per core: its CPU steps took 0.77 s at 2 threads vs 1.52 s at 1 on this 2-core host, ~4.5 s of the ~46 s
-    # loop), and torchrun gives each of its 2 ranks OMP_NUM_THREADS=1 itself (torch/distributed/run.py@v2.13.0:872).
-    env = {k: v for k, v in os.environ.items() if k != "OMP_NUM_THREADS"}
+    # The user's environment as the test process has it: under several pytest-xdist workers that includes
+    # OMP_NUM_THREADS=1 (conftest.one_thread_a_worker), a user who sets it. The loop shares the host with the other
+    # workers, where torch's default (a thread a core) spin-waits for a descheduled peer: the README's first
+    # `gpuplan profile` (--steps 5, seq 512) took 78.2 s CPU (74.7 user + 3.5 sys, 319 s wall) at torch's default 2
+    # threads against 50.4 s (46.2 + 4.2, 244 s wall) at 1, run one after the other on the 2-core host under the
+    # other agents' load (2026-12-07 15:05-15:17, load average 6-8). Idle, 2 threads are faster (0.77 s a step
+    # against 1.52 s); no assertion here depends on the thread count. torchrun gives each of its 2 ranks
+    # OMP_NUM_THREADS=1 itself where it is unset (torch/distributed/run.py@v2.13.0:872).
+    env = dict(os.environ)
     ran = []
     for command in CONSOLE:
         argv = shlex.split(command, comments=True)
