@@ -263,8 +263,8 @@ def host_path(fabric: Accelerator) -> Accelerator:
 
 def collective_fabric(fabric: Accelerator, p2p: bool) -> Accelerator:
     """The part a TP group's collectives run on: ``fabric`` itself with GPU peer-to-peer access, else
-    host_path(fabric) (the one rule tp_allreduce_seconds, prime_decode_allreduces and the answer's
-    assumptions share: a priming pass on other links would miss the cache the timing reads)."""
+    host_path(fabric) (the one rule tp_allreduce_seconds, the sizing's all-reduce pass (jobs/inference/decode_table)
+    and the answer's assumptions share: a pass on other links would miss the cache the timing reads)."""
     return fabric if p2p else host_path(fabric)
 
 
