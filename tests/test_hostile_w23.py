@@ -143,7 +143,8 @@ def test_1_a_mistral_null_window_still_means_no_window():
     """Mistral 7B v0.2 ships "sliding_window": null: no window (MistralConfig has no layer_types), as before."""
     from gpuplan.adapters.hf_config import model_spec_from_hf_config
 
-    spec = model_spec_from_hf_config({**OLMO3, "model_type": "mistral", "sliding_window": None})
+    spec = model_spec_from_hf_config({**OLMO3, "model_type": "mistral", "sliding_window": None,
+                                      "num_key_value_heads": 32})  # stated: MistralConfig's default is 8 (w24 (7))
     assert spec.sliding_window is None
 
 
@@ -322,7 +323,7 @@ QWEN_MOE = {"num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size":
 
 @pytest.mark.parametrize("model_type, extra, max_window_layers, sliding", [
     ("qwen2", {}, 6, (6, 7)),  # configuration_qwen2.py@5.25.0 L87-93: i >= max_window_layers
-    ("qwen3", {}, 6, (6, 7)),
+    ("qwen3", {"head_dim": 64}, 6, (6, 7)),  # stated: Qwen3Config's default is 128 (w24 (7))
     ("qwen2", {}, None, ()),  # the default 28 of an 8-layer model: no sliding layer, no window
     ("qwen2_moe", {**QWEN_MOE, "shared_expert_intermediate_size": 512}, 6, (0, 2, 4)),  # (i + 1) % 2 and i < 6
     ("qwen3_moe", QWEN_MOE, 6, tuple(range(8))),  # one window on every layer (modeling_qwen3_moe.py L149)

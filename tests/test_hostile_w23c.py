@@ -12,7 +12,7 @@ from gpuplan.adapters.hf_config import model_spec_from_hf_config
 QWEN = {"hidden_size": 1024, "num_hidden_layers": 32, "num_attention_heads": 16, "num_key_value_heads": 2,
         "intermediate_size": 4096, "vocab_size": 1000, "max_position_embeddings": 32768, "sliding_window": 4096}
 QWEN_MOE = {"num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 512}
-QWEN_TYPES = {"qwen2": {}, "qwen3": {}, "qwen2_moe": {**QWEN_MOE, "shared_expert_intermediate_size": 512},
+QWEN_TYPES = {"qwen2": {}, "qwen3": {"head_dim": 64}, "qwen2_moe": {**QWEN_MOE, "shared_expert_intermediate_size": 512},
               "qwen3_moe": QWEN_MOE}
 
 

@@ -45,6 +45,20 @@ Found, each fixed where every door passes (one line naming the field, exit 2):
     layers transformers builds on the meta device.
 (6) (2)'s rule for multi-latent attention: an odd qk_rope_head_dim (15) was answered, where transformers refuses it
     (DeepseekV3Config sets head_dim = qk_rope_head_dim, then validate_rope); refused naming qk_rope_head_dim.
+(7) a config.json that leaves out num_key_value_heads or head_dim was read as multi-head with hidden / heads wide
+    heads, where ten config classes default them to fixed numbers (transformers 5.25.0: Qwen2Config K/V heads 32,
+    Qwen2MoeConfig 16, Qwen3MoeConfig 4, Mistral / Mixtral / GPT-OSS / Llama 4 8, Gemma 16, Gemma 2 4; head_dim Qwen3
+    128, Gemma / Gemma 2 256, GPT-OSS 64, Llama 4 128): a Qwen2 of 8 heads was answered as MHA where transformers
+    builds 32 K/V heads (and cannot run it), a Qwen3 of hidden 1,024 and 16 heads with 64-wide heads where
+    transformers builds 128 (parameters 218,880 vs the meta-built model's 317,952 in the first case). As wave 23 (3)
+    did for the MLP width, such a config is refused naming the field and the class default, unless that default is
+    what gpuplan reads (a Qwen2 of 32 heads: answered); Gemma 3's defaults stay filled (adapters/class_shapes.py,
+    called by architectures.check_architecture).
+(8) bias keys were read whatever the type: a Mistral / Mixtral / Qwen2 / Phi-3 config with "attention_bias": true, an
+    OLMo 2 / Qwen3 / Gemma one with "mlp_bias": true or a Llama one with a stray "bias": true was counted with linear
+    biases transformers does not build (their modeling files read no such key: `config.<key>` in modeling_<type>.py
+    @5.25.0). Each type now reads only its own bias keys (class_shapes.READ_BIAS_KEYS; hf_config drops the others
+    with the nulls), cross-checked against the parameters of the meta-built models.
 """
 
 import json
@@ -293,3 +307,90 @@ def test_6_the_even_mla_config_is_answered(run_json, tmp_path):
     path = tmp_path / "config.json"
     path.write_text(json.dumps(DEEPSEEK), encoding="utf-8")
     assert run_json("memory", str(path), "--gpus", "1")
+
+
+# ---- (7) K/V heads and head_dim a config class defaults to fixed numbers --------------------------------------------
+
+def test_7_the_class_defaults_are_the_installed_ones():
+    import transformers
+
+    from gpuplan.adapters.class_shapes import CLASS_HEAD_DIMS, CLASS_KV_HEADS
+
+    for table, key in ((CLASS_KV_HEADS, "num_key_value_heads"), (CLASS_HEAD_DIMS, "head_dim")):
+        for name, default in table.values():
+            built = getattr(transformers, name)()
+            assert getattr(built, key) == default, (name, key, getattr(built, key))
+
+
+@pytest.mark.parametrize("config, field, words", [
+    ({"model_type": "qwen2", "hidden_size": 128, "num_attention_heads": 8}, "num_key_value_heads",
+     "a qwen2 config must state it: transformers would build Qwen2Config's default 32, not num_attention_heads (8)"),
+    ({"model_type": "qwen3", "hidden_size": 1024, "num_attention_heads": 16, "num_key_value_heads": 8}, "head_dim",
+     "a qwen3 config must state it: transformers would build Qwen3Config's default 128, not hidden_size / "
+     "num_attention_heads (1024 / 16)"),
+    ({"model_type": "mistral", "hidden_size": 512, "num_attention_heads": 16}, "num_key_value_heads",
+     "transformers would build MistralConfig's default 8, not num_attention_heads (16)"),
+])
+def test_7_a_left_out_shape_the_class_fixes_is_refused_at_every_door(run_cli, client, tmp_path, config, field, words):
+    config = {**config, "num_hidden_layers": 2, "intermediate_size": 256, "vocab_size": 1000,
+              "max_position_embeddings": 4096}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config), encoding="utf-8")
+    line = f"config.json: {field}: got no value; "
+    for job in (("memory", str(path), "--gpus", "1"), ("infer", "--model", str(path))):
+        err = field_refusal(run_cli(*job), f"config.json: {field}", words)
+        assert err.startswith(f"error: {line}"), err
+    assert web_refusal(client.post("/api/memory", json={"config": config, "gpus": 1}),
+                       f"config.json: {field}", words).startswith(line)
+
+
+def test_7_the_model_transformers_builds_is_the_one_refused():
+    """The first case's meta-built model has 32 K/V heads of 16 channels (k_proj 512 x 128), not 8."""
+    import torch
+    from transformers import AutoModelForCausalLM, Qwen2Config
+
+    with torch.device("meta"):
+        model = AutoModelForCausalLM.from_config(Qwen2Config(hidden_size=128, num_attention_heads=8,
+                                                             num_hidden_layers=1, intermediate_size=64,
+                                                             vocab_size=500))
+    assert tuple(model.model.layers[0].self_attn.k_proj.weight.shape) == (512, 128)
+
+
+@pytest.mark.parametrize("config, kv, head_dim", [
+    ({"model_type": "qwen2", "hidden_size": 4096, "num_attention_heads": 32}, 32, 128),  # the default is heads
+    ({"model_type": "qwen3", "hidden_size": 4096, "num_attention_heads": 32, "num_key_value_heads": 8}, 8, 128),
+    ({"model_type": "qwen3", "hidden_size": 1024, "num_attention_heads": 16, "num_key_value_heads": None,
+      "head_dim": 64}, 16, 64),  # a stated null: Qwen3Config.__post_init__ takes the heads
+    ({"model_type": "llama", "hidden_size": 512, "num_attention_heads": 8}, 8, 64),  # LlamaConfig: heads, hidden/heads
+    ({"model_type": "gemma3_text", "hidden_size": 1024, "num_attention_heads": 16}, 4, 256),  # CONFIG_DEFAULTS
+])
+def test_7_where_the_class_builds_what_gpuplan_reads_it_is_answered(config, kv, head_dim):
+    from gpuplan.adapters.hf_config import model_spec_from_hf_config
+
+    spec = model_spec_from_hf_config({**config, "num_hidden_layers": 2, "intermediate_size": 256, "vocab_size": 1000})
+    assert (spec.attention.num_kv_heads, spec.attention.head_dim) == (kv, head_dim)
+
+
+# ---- (8) bias keys a type does not read ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("model_type, extra", [
+    ("mistral", {"attention_bias": True, "mlp_bias": True}), ("qwen2", {"attention_bias": True, "mlp_bias": True}),
+    ("olmo2", {"attention_bias": True, "mlp_bias": True}), ("llama", {"attention_bias": True, "mlp_bias": True}),
+    ("llama", {"bias": True}), ("qwen3", {"attention_bias": True, "mlp_bias": True, "head_dim": 32}),
+    ("phi3", {"attention_bias": True, "pad_token_id": 0}),
+    ("mixtral", {"attention_bias": True, "mlp_bias": True, "num_local_experts": 4, "num_experts_per_tok": 2})])
+def test_8_biases_are_counted_where_transformers_builds_them(model_type, extra):
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    from gpuplan.adapters.hf_config import model_spec_from_hf_config
+    from gpuplan.core.model.spec import count_parameters
+
+    config = {"model_type": model_type, "hidden_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4,
+              "num_key_value_heads": 2, "intermediate_size": 96, "vocab_size": 1000, "max_position_embeddings": 512,
+              **extra}
+    ours = count_parameters(model_spec_from_hf_config(dict(config))).total
+    built = AutoConfig.for_model(model_type, **{k: v for k, v in config.items() if k != "model_type"})
+    with torch.device("meta"):
+        model = AutoModelForCausalLM.from_config(built)
+    assert ours == sum(p.numel() for p in model.parameters())

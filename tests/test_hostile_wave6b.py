@@ -136,7 +136,7 @@ TINY = dict(num_hidden_layers=2, hidden_size=64, intermediate_size=128, num_atte
     ({"pad_token_id": 5000}, "config.json: pad_token_id", "below vocab_size (1000)"),  # nn.Embedding assert
     ({"use_cache": "x"}, "config.json: use_cache", "transformers"),  # StrictDataclassFieldValidationError
     ({"initializer_range": "x"}, "config.json: initializer_range", "transformers"),
-    ({"head_dim": 7}, "config.json", "RoPE requires an even rotary dimension"),  # its validate_rope
+    ({"head_dim": 7}, "config.json: head_dim", "RoPE turns channel pairs"),  # its validate_rope (now the reader's)
 ])
 def test_measure_refuses_what_transformers_refuses_in_one_line(run_cli, tmp_path, change, field, fragment):
     """Each ended `measure` with 'internal error: ...' (exit 70; the strict-dataclass ones over several

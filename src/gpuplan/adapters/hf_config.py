@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuplan.adapters.architectures import check_architecture
+from gpuplan.adapters.class_shapes import read_keys
 from gpuplan.adapters.config_fields import (
     KNOWN_LAYER_TYPES,
     WINDOW_FLAG_TYPES,
@@ -329,7 +330,7 @@ def _model_spec(config: dict[str, Any], name: str, source: str, override: str | 
         # left out (not null): the Qwen classes' 4,096 (configuration_qwen2.py@5.25.0 L74; qwen3 L77, *_moe L89 / L92)
         cfg = {**cfg, "sliding_window": 4096}
     cfg = {**class_defaults(cfg, CONFIG_DEFAULTS.get(model_type, {})),
-           **{k: v for k, v in cfg.items() if v is not None}, "model_type": model_type}
+           **read_keys(cfg, model_type), "model_type": model_type}  # nulls and bias keys it does not read
     if model_type == "dbrx":
         cfg = _dbrx_flat(cfg)
     if model_type == "gpt_bigcode" and cfg.get("add_cross_attention"):  # L151-152: no multi-query cross-attention
