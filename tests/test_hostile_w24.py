@@ -59,6 +59,14 @@ Found, each fixed where every door passes (one line naming the field, exit 2):
     biases transformers does not build (their modeling files read no such key: `config.<key>` in modeling_<type>.py
     @5.25.0). Each type now reads only its own bias keys (class_shapes.READ_BIAS_KEYS; hf_config drops the others
     with the nulls), cross-checked against the parameters of the meta-built models.
+(9) a DeepSeek config with "first_k_dense_replace": 0 (no leading dense layer; DeepseekV3Config takes it, every
+    layer MoE) was refused as 'first_k_dense_replace: got 0; must be a positive integer'; 0 is read now.
+(10) a GPT-NeoX or GPT-2 config with "num_key_value_heads" (or num_kv_heads) was read as grouped-query attention,
+    where those modeling files read no such key and build multi-head attention (class_shapes.MHA_TYPES).
+(11) a DeepSeek-V2 / V3 config that leaves out kv_lora_rank (or the MLA head widths) was read as plain attention,
+    where DeepseekV3Config builds MLA of rank 512 (128 / 64 / 128 wide heads): refused naming the field and the
+    default, as (7). q_lora_rank left out stays 'no query compression' (the catalog's deepseek-v2-lite convention;
+    transformers would build 1,536: reported, not changed).
 """
 
 import json
@@ -394,3 +402,61 @@ def test_8_biases_are_counted_where_transformers_builds_them(model_type, extra):
     with torch.device("meta"):
         model = AutoModelForCausalLM.from_config(built)
     assert ours == sum(p.numel() for p in model.parameters())
+
+
+# ---- (9)-(11) DeepSeek's first dense layers and MLA fields; GPT-NeoX / GPT-2 K/V keys --------------------------------
+
+def _meta_parameters(config: dict) -> int:
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    built = AutoConfig.for_model(config["model_type"], **{k: v for k, v in config.items() if k != "model_type"})
+    with torch.device("meta"):
+        return sum(p.numel() for p in AutoModelForCausalLM.from_config(built).parameters())
+
+
+def test_9_first_k_dense_replace_zero_is_read_as_transformers_builds_it():
+    from gpuplan.adapters.hf_config import model_spec_from_hf_config
+    from gpuplan.core.model.spec import count_parameters
+
+    config = {**DEEPSEEK, "first_k_dense_replace": 0}
+    spec = model_spec_from_hf_config(dict(config))
+    assert spec.moe_layers == (True,) * 4
+    assert count_parameters(spec).total == _meta_parameters(config)
+
+
+@pytest.mark.parametrize("config", [
+    {"model_type": "gpt_neox", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
+     "intermediate_size": 96, "vocab_size": 500, "max_position_embeddings": 512, "num_key_value_heads": 1},
+    {"model_type": "gpt2", "n_embd": 64, "n_layer": 2, "n_head": 4, "vocab_size": 500, "n_positions": 512,
+     "num_kv_heads": 2}])
+def test_10_mha_types_ignore_kv_head_keys(config):
+    from gpuplan.adapters.hf_config import model_spec_from_hf_config
+    from gpuplan.core.model.spec import count_parameters
+
+    spec = model_spec_from_hf_config(dict(config))
+    assert spec.attention.num_kv_heads == spec.attention.num_heads == 4
+    assert count_parameters(spec).total == _meta_parameters(config)
+
+
+@pytest.mark.parametrize("key, default", [("kv_lora_rank", "512"), ("qk_rope_head_dim", "64"),
+                                          ("v_head_dim", "128")])
+def test_11_a_left_out_mla_field_is_refused_at_every_door(run_cli, client, tmp_path, key, default):
+    config = {k: v for k, v in DEEPSEEK.items() if k != key}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config), encoding="utf-8")
+    line = (f"error: config.json: {key}: got no value; a deepseek_v3 config must state it: transformers would build "
+            f"DeepseekV3Config's default {default}\n")
+    assert field_refusal(run_cli("memory", str(path), "--gpus", "1"), f"config.json: {key}") == line
+    assert field_refusal(run_cli("infer", "--model", str(path)), f"config.json: {key}") == line
+    web = web_refusal(client.post("/api/memory", json={"config": config, "gpus": 1}), f"config.json: {key}")
+    assert f"error: {web}\n" == line
+
+
+def test_11_the_mla_defaults_are_the_installed_ones():
+    from transformers import DeepseekV2Config, DeepseekV3Config
+
+    from gpuplan.adapters.class_shapes import CLASS_MLA
+
+    for built in (DeepseekV2Config(), DeepseekV3Config()):
+        assert {key: getattr(built, key) for key in CLASS_MLA} == CLASS_MLA

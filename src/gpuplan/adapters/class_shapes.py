@@ -29,9 +29,24 @@ CLASS_HEAD_DIMS = {"gemma": ("GemmaConfig", 256), "gemma2": ("Gemma2Config", 256
 """The fixed head_dim each config class builds when the key is left out (as CLASS_KV_HEADS)."""
 
 
+CLASS_MLA = {"kv_lora_rank": 512, "qk_nope_head_dim": 128, "qk_rope_head_dim": 64, "v_head_dim": 128}
+"""DeepseekV2Config's and DeepseekV3Config's multi-latent attention defaults (configuration_deepseek_v2.py@5.25.0
+L102-114, configuration_deepseek_v3.py L94-98): a DeepSeek config.json that leaves kv_lora_rank out is built with MLA
+of rank 512 (gpuplan read it as plain attention). q_lora_rank (default 1,536) is not here: the catalog's
+deepseek-v2-lite leaves it out to mean null (no query compression, as the official config states), which the reader
+keeps."""
+
+
 def check_class_shapes(cfg: dict[str, Any], model_type: str) -> None:
     """Refuse a config.json (``cfg`` as written, before nulls are dropped) that leaves out num_key_value_heads or
-    head_dim where its class would build a fixed default other than what gpuplan reads for it."""
+    head_dim where its class would build a fixed default other than what gpuplan reads for it, or a DeepSeek
+    attention field (CLASS_MLA)."""
+    if model_type in ("deepseek_v2", "deepseek_v3"):
+        name = "DeepseekV2Config" if model_type == "deepseek_v2" else "DeepseekV3Config"
+        for key, default in CLASS_MLA.items():
+            if key not in cfg:
+                raise InputError(f"config.json: {key}", None, f"a {model_type} config must state it: transformers "
+                                 f"would build {name}'s default {default:,}")
     heads, hidden = cfg.get("num_attention_heads"), cfg.get("hidden_size")
     if not isinstance(heads, int) or isinstance(heads, bool) or heads < 1:
         return  # the reader refuses it, naming num_attention_heads
@@ -61,8 +76,15 @@ Qwen2-MoE, Phi-3, GPT-2, GPTBigCode, DBRX none: their biases are fixed by the ar
 Mistral config with "attention_bias": true or a Qwen2 one with "mlp_bias": true builds no such biases."""
 
 
+MHA_TYPES = ("gpt2", "gpt_neox")
+"""Types whose attention has one K/V head per query head whatever the config says (modeling_gpt2.py and
+modeling_gpt_neox.py@5.25.0 read no num_key_value_heads / num_kv_heads): a GPT-NeoX config with "num_key_value_heads":
+1 builds multi-head attention, not MQA."""
+
+
 def read_keys(cfg: dict[str, Any], model_type: str) -> dict[str, Any]:
     """``cfg`` without its nulls (the config class's defaults fill them) and without the bias keys ``model_type``'s
-    modeling file does not read (READ_BIAS_KEYS)."""
+    modeling file does not read (READ_BIAS_KEYS), or the K/V head keys where it reads none (MHA_TYPES)."""
     unread = set(BIAS_KEYS) - set(READ_BIAS_KEYS.get(model_type, ()))
+    unread |= {"num_key_value_heads", "num_kv_heads"} if model_type in MHA_TYPES else set()
     return {key: value for key, value in cfg.items() if value is not None and key not in unread}

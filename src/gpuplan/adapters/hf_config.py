@@ -209,7 +209,7 @@ def _moe(cfg: dict[str, Any], num_layers: int) -> tuple[MoESpec | None, tuple[bo
         expert_bias=cfg.get("model_type") == "gpt_oss",
         activation_clamp=activation_clamp(cfg),
     )
-    first_dense = int_field(cfg, "first_k_dense_replace", required=False)
+    first_dense = int_field(cfg, "first_k_dense_replace", required=False, minimum=0)  # 0: every layer may be MoE
     every = int_field(cfg, "moe_layer_freq", "decoder_sparse_step", "interleave_moe_layer_step", default=1)
     dense_only = layer_indices(cfg, "mlp_only_layers", num_layers)
     if cfg.get("model_type") == "llama4_text":
