@@ -162,9 +162,21 @@ def _gather_seconds(total_bytes, tp: int, fabric: Accelerator, p2p: bool):
     return collective_seconds("all_gather", total_bytes, cluster_for(part).group(tp)) * slowdown
 
 
+_ROWS_BY_PART: dict = {}
+"""_gathers_by_row's arrays by (row bytes, tp, the part's id, p2p), each with its part: a sizing answer asks ~11,000
+times (one a decode step), and _gathers_by_row's lru_cache hashed the frozen part field by field at each
+(docs/performance.md, 'Serving sizing'). The arrays are _gathers_by_row's own."""
+
+
 def _all_gather_seconds(rows: float, row_bytes: int, tp: int, fabric: Accelerator, p2p: bool = True) -> float:
     """NCCL's all-gather producing ``rows`` x ``row_bytes`` over ``tp`` GPUs of ``fabric`` (_gather_seconds): read
     from _gathers_by_row for whole rows up to _GATHER_ROWS, else evaluated alone."""
     if float(rows).is_integer() and 1 <= rows <= _GATHER_ROWS:
-        return float(_gathers_by_row(int(row_bytes), tp, fabric, p2p)[int(rows) - 1])
+        key = (row_bytes, tp, id(fabric), p2p)  # the part by identity: its entry holds it, so the id is its own
+        found = _ROWS_BY_PART.get(key)
+        if found is None:
+            if len(_ROWS_BY_PART) >= 256:
+                _ROWS_BY_PART.clear()
+            found = _ROWS_BY_PART[key] = (fabric, _gathers_by_row(int(row_bytes), tp, fabric, p2p))
+        return float(found[1][int(rows) - 1])
     return float(_gather_seconds(float(rows * row_bytes), tp, fabric, p2p))

@@ -48,6 +48,10 @@ def gemm_flops_per_token(spec: ModelSpec) -> float:
     return 2.0 * layer_matmul_weights_per_token(spec) + 2.0 * spec.vocab_size * spec.hidden_size
 
 
+_gemm_flops_of = ByIdentity(lru_cache(maxsize=256)(gemm_flops_per_token), 256)
+"""gemm_flops_per_token by the spec's identity (identity_memo): decode_step's, the same at every batch."""
+
+
 @dataclass(frozen=True)
 class StepWork:
     """What one forward step moves and computes on one TP rank (summed over pp stages)."""
@@ -299,7 +303,7 @@ def decode_step(spec: ModelSpec, groups: ParamGroups, setup: ServingSetup, kv_pe
     repeats = 0.0 if die_s is not None else (
         kv_read * (kv_reads_per_step(spec, setup.decode_attention, setup.efficiency.kv_repeat_l2_hit) - 1.0))
     weights = decode_weight_bytes_read(spec, groups, setup.fmt, tp, batch * positions)
-    flops = batch * positions * gemm_flops_per_token(spec)
+    flops = batch * positions * _gemm_flops_of(spec)
     if setup.lora is not None:  # the active adapter slots are read too, and shrink + expand run per token
         weights += L.step_bytes(spec, setup.lora, tp, batch)
         flops += batch * positions * L.flops_per_token(spec, setup.lora)
