@@ -60,7 +60,8 @@ def _budget(spec, gpu, inputs, train, plan, used, gpus: int, wall: float, ends):
                           gpu_hours=train.value("gpu_hours_with_comm"),
                           tokens=inputs.tokens, global_batch_tokens=float(plan.global_batch * inputs.seq_len),
                           step_seconds=inputs.step_time, recipe=inputs.recipe_name, zero=plan.layout.zero,
-                          model_parallel=plan.layout.tp * plan.layout.pp, settings=used.budget_settings(),
+                          model_parallel=plan.layout.tp * plan.layout.pp,
+                          settings=used.budget_settings(plan.layout),  # its group: MiCS writers under auto
                           batch_asked=inputs.global_batch is not None or inputs.global_batch_tokens is not None,
                           granule=plan.layout.dp * plan.layout.micro_batch * inputs.seq_len,
                           forward_share=step_forward_share(spec, inputs, _recompute(plan, inputs)),
@@ -79,7 +80,8 @@ def failures_for_deadline(inputs: BudgetInputs, spec, gpu):
     # the deadline was solved met at 8.93 h while the section printed 9.03 h past the 9.01 h asked (A9 w14)
 
     def after(gpus: int, plan, work_seconds: float) -> float:
-        return wall_with_failures(spec, node, settings, gpus=gpus, work_seconds=work_seconds, tokens=inputs.tokens,
+        used = inputs.budget_settings(plan.layout) if getattr(plan.layout, "shard_group", None) else settings  # MiCS
+        return wall_with_failures(spec, node, used, gpus=gpus, work_seconds=work_seconds, tokens=inputs.tokens,
                                   global_batch_tokens=float(plan.global_batch * inputs.seq_len),
                                   step_seconds=inputs.step_time, recipe=inputs.recipe_name, zero=plan.layout.zero,
                                   model_parallel=plan.layout.tp * plan.layout.pp,

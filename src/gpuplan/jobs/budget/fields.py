@@ -154,8 +154,9 @@ class BudgetFields(JobInputs):
             return ()
         return tuple((float(t), float(b) * int(self.seq_len)) for t, b in phases())
 
-    def budget_settings(self):
-        """The budget assumptions as core-facing BudgetSettings."""
+    def budget_settings(self, layout=None):
+        """The budget assumptions as core-facing BudgetSettings; ``layout``: the answer's (its shard_group: the
+        group --shard-group auto chose, which DeepSpeed's MiCS checkpoint is written from), else the group given."""
         from gpuplan.core.economics.checkpoint import mics_writer_group
         from gpuplan.jobs.budget.model import BudgetSettings
 
@@ -178,5 +179,5 @@ class BudgetFields(JobInputs):
             spot_preemptions=self.spot_preemption, contingency=shares, eval_interval=self.eval_interval,
             eval_iters=self.eval_iters if self.eval_iters is not None or self.eval_interval is None else
             DEFAULT_EVAL_ITERS, eval_ramp=self._eval_ramp(),
-            checkpoint_writer_group=mics_writer_group(getattr(self, "framework", ""), fixed_shard_group(
-                getattr(self, "shard_group", None))))  # MiCS: its first group (auto: unknown here, every rank)
+            checkpoint_writer_group=mics_writer_group(getattr(self, "framework", ""), getattr(
+                layout, "shard_group", None) or fixed_shard_group(getattr(self, "shard_group", None))))  # MiCS

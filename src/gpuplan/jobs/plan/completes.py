@@ -17,6 +17,7 @@ import numpy as np
 from gpuplan.errors import InputError, whole_or
 from gpuplan.jobs.plan.offer import OFFER_SLOWDOWN, NoCompletion, checking_offer, offer_words
 from gpuplan.planner.sorted_runs import run_bounds
+from gpuplan.schema.shard_group import fixed_shard_group
 
 
 class Completing(NamedTuple):
@@ -35,15 +36,18 @@ def completing_rows(inputs, evaluator, fitting) -> Completing:
     on-demand and on spot, at the budget's point failure rate and both ends of its range
     (jobs.budget.compute.failure_ranges: the answer shows all three), with their failure shares. A
     row's share is what its own budget (jobs.budget.model.scenario) depends on: the GPU count (the
-    failure rate), the checkpoint writers (all GPUs with ZeRO >= 1, one replica's tp x pp with ZeRO-0:
-    core.economics.checkpoint.checkpoint_writers; the write time and stall follow), and the step where
+    failure rate), the checkpoint writers (all GPUs with ZeRO >= 1, DeepSpeed MiCS's first group x tp x pp,
+    one replica's tp x pp with ZeRO-0: core.economics.checkpoint.checkpoint_writers; the write time and stall follow), and the step where
     one checkpoint per step is the floor of the interval; not the run's length (Daly's expected
     wall-clock is work x a factor of the interval, checkpoint, restart and MTBI). So the budget's
     failure plans are made once per (count, writers) group, on its first row (any row gives the same plans),
     and every row's expected wall-clock follows from them and its own step. Raises InputError naming gpus
     when no row completes."""
     gpus = fitting["gpus"].astype(np.int64)
-    writers = np.where(fitting["zero"] >= 1, gpus, np.minimum(gpus, fitting["tp"] * fitting["pp"]))  # checkpoint_writers
+    mics = _mics_groups(inputs, fitting)  # DeepSpeed MiCS: its first group writes (checkpoint_writers' writer_group)
+    model_parallel = fitting["tp"] * fitting["pp"]
+    writers = np.where(fitting["zero"] >= 1, np.where(mics > 0, np.minimum(gpus, mics * model_parallel), gpus),
+                       np.minimum(gpus, model_parallel))  # core.economics.checkpoint.checkpoint_writers, by row
     # one int64 per (count, writers): collision-free while writers <= gpus < 2^31 (MAX_GPUS is 10^7: schema.vocabulary)
     group = gpus * 2**32 + np.maximum(writers, 1)
     order = np.argsort(group, kind="stable")  # not np.unique: it imports numpy.ma (tests/test_startup.py)
@@ -123,6 +127,8 @@ def _group_plans(inputs, evaluator, settings, table, first: int) -> list[tuple[f
     from gpuplan.jobs.budget.model import run_facts
 
     tp, pp, gpus = int(table["tp"][first]), int(table["pp"][first]), float(table["gpus"][first])
+    if getattr(inputs, "framework", None) == "deepspeed":  # the row's MiCS group (auto: its column), as the budget
+        settings = replace(settings, checkpoint_writer_group=_mics_group(inputs, table, first) or None)  # of its layout
     work = inputs.tokens / float(table["tokens_per_second"][first])
     node = inputs.node_accelerator(evaluator.cluster.gpu)  # --gpus-per-node: the nodes that write checkpoints, as
     # the budget's Failures section and its deadline solve count them (jobs.budget.estimate.failures_for_deadline)
@@ -132,6 +138,23 @@ def _group_plans(inputs, evaluator, settings, table, first: int) -> list[tuple[f
                     zero=int(table["zero"][first]), model_parallel=tp * pp)
     run = replace(run, step_seconds=0.0)  # each row's own step floors its interval (_wall_shares)
     return _plans_of(run, settings, gpus)
+
+
+def _mics_groups(inputs, table) -> np.ndarray:
+    """Each row's DeepSpeed MiCS shard group, whose data-parallel ranks (x tp x pp) write the checkpoint
+    (core.economics.checkpoint.mics_writer_group); 0 where every rank writes: another framework or no group."""
+    if getattr(inputs, "framework", None) != "deepspeed":
+        return np.zeros(len(table), np.int64)
+    if "shard_group" in table.columns:  # --shard-group auto: each row's own (0: plain sharding)
+        return table["shard_group"].astype(np.int64)
+    return np.full(len(table), fixed_shard_group(getattr(inputs, "shard_group", None)) or 0, np.int64)
+
+
+def _mics_group(inputs, table, i: int) -> int:
+    """_mics_groups' entry for row ``i`` of ``table`` under DeepSpeed."""
+    if "shard_group" in table.columns:
+        return int(table["shard_group"][i])
+    return fixed_shard_group(getattr(inputs, "shard_group", None)) or 0
 
 
 def _plans_of(run, settings, gpus: float) -> list[tuple[float, float, float, float]]:
@@ -196,7 +219,7 @@ def check_plan_completes(inputs, spec, gpu, plan, wall_seconds: float, slowdown:
                     gpu_hours=wall_seconds * plan.gpus / 3600, tokens=inputs.tokens, recipe=inputs.recipe_name,
                     global_batch_tokens=float(plan.global_batch * inputs.seq_len), zero=layout.zero,
                     model_parallel=layout.tp * layout.pp)
-    check_run_completes(run, inputs.budget_settings(), _batch_given(inputs),
+    check_run_completes(run, inputs.budget_settings(layout), _batch_given(inputs),
                         layout.dp * layout.micro_batch * inputs.seq_len, slowdown)
 
 
