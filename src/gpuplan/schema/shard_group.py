@@ -72,7 +72,7 @@ def shard_group_assumption(inputs, layout=None) -> tuple:
     if group is None:
         return ()
     if searches_shard_groups(group):
-        return _searched_assumption(layout)
+        return _searched_assumption(layout, _node_of(inputs))
     data = layout.dp * layout.cp if layout is not None else None
     if data == group:  # the group is the whole dp x cp (review s21 R2 S2): no replicas to all-reduce across
         shown = (f"shard group {group:,} = dp x cp: one replica, plain sharding, no HSDP all-reduce")
@@ -85,8 +85,22 @@ def shard_group_assumption(inputs, layout=None) -> tuple:
                        "--shard-group", True),)
 
 
-def _searched_assumption(layout) -> tuple:
-    """The assumption line of --shard-group auto: the group the planner chose for ``layout`` (or plain sharding)."""
+def _node_of(inputs) -> int | None:
+    """GPUs a node, as the search counts them (--gpus-per-node, else the catalog's); None where unknown."""
+    if getattr(inputs, "gpus_per_node", None):
+        return inputs.gpus_per_node
+    try:
+        from gpuplan.adapters.resolve import resolve_gpu
+
+        return resolve_gpu(inputs.gpu).devices_per_node
+    except Exception:  # noqa: BLE001 -- an accelerator already refused elsewhere: the wording only loses the case
+        return None
+
+
+def _searched_assumption(layout, node: int | None = None) -> tuple:
+    """The assumption line of --shard-group auto: the group the planner chose for ``layout`` (or plain sharding,
+    or ZeRO 0, or no candidate group: planner.shard_group_search.node_groups of its dp x cp on ``node``-GPU nodes)."""
+    from gpuplan.planner.shard_group_search import node_groups
     from gpuplan.report.model import Assumption
 
     group = getattr(layout, "shard_group", None)
@@ -94,7 +108,12 @@ def _searched_assumption(layout) -> tuple:
     if group and data and group < data:
         shown = (f"auto: HSDP chosen, model states sharded within {group:,} data-parallel ranks, {data // group:,} "
                  f"replicas of dp x cp = {data:,}")
+    elif layout is not None and not layout.zero:
+        shown = "auto: the answer runs ZeRO 0, nothing sharded (no shard group applies to it)"
+    elif data and node and not node_groups(data, node):
+        shown = (f"auto: plain sharding (every data-parallel rank shards); no candidate group: dp x cp = {data:,} "
+                 f"has no group of whole {node}-GPU nodes below it")
     else:
-        shown = "auto: plain sharding chosen (every data-parallel rank shards; no HSDP group ranked faster)"
+        shown = "auto: plain sharding chosen (every data-parallel rank shards; no HSDP layout searched ranked ahead)"
     return (Assumption("shard_group", "hybrid sharding (HSDP)", shown, "planner.shard_group_search: groups of whole "
                        "nodes below dp x cp, ranked with plain sharding", "--shard-group", True),)

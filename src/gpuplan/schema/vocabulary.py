@@ -176,9 +176,12 @@ def _shard_group(value: Any, info) -> Any:
     except T.NotACount as exc:  # text that is no count: the word is valid too
         raise InputError(exc.field, exc.value, "expected a whole number of data-parallel ranks such as 8, or auto "
                          "(the planner searches the groups)") from None
+    except InputError as exc:  # true / false, 0, -8, 8.5: the number's refusal, and the word is valid too (R1 N5)
+        raise exc.retold(exc.field, exc.value, f"{exc.expected}; or auto (the planner searches the groups)") from None
 
 
-ShardGroup = option(T.typed(int | Literal["auto"], _shard_group) | None, None, "HSDP: shard the model states "
+ShardGroup = option(T.typed(int | Literal["auto"], _shard_group) | None, None, "A number of data-parallel ranks "
+                    "(e.g. 8), or auto. HSDP: shard the model states "
                     "within groups of this many data-parallel ranks and replicate them across the dp x cp / "
                     "shard-group groups (an all-reduce of each gradient shard across them). Must divide dp x cp; "
                     "needs --zero 1 or more (schema.shard_group: the stages each framework runs it with). auto "

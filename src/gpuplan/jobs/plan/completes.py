@@ -32,17 +32,16 @@ class Completing(NamedTuple):
 
 
 def completing_rows(inputs, evaluator, fitting) -> Completing:
-    """Rows of ``fitting`` (a LayoutTable with days) where the expected run with failures completes,
-    on-demand and on spot, at the budget's point failure rate and both ends of its range
-    (jobs.budget.compute.failure_ranges: the answer shows all three), with their failure shares. A
-    row's share is what its own budget (jobs.budget.model.scenario) depends on: the GPU count (the
-    failure rate), the checkpoint writers (all GPUs with ZeRO >= 1, DeepSpeed MiCS's first group x tp x pp,
-    one replica's tp x pp with ZeRO-0: core.economics.checkpoint.checkpoint_writers; the write time and stall follow), and the step where
-    one checkpoint per step is the floor of the interval; not the run's length (Daly's expected
-    wall-clock is work x a factor of the interval, checkpoint, restart and MTBI). So the budget's
-    failure plans are made once per (count, writers) group, on its first row (any row gives the same plans),
-    and every row's expected wall-clock follows from them and its own step. Raises InputError naming gpus
-    when no row completes."""
+    """Rows of ``fitting`` (a LayoutTable with days) where the expected run with failures completes, on-demand
+    and on spot, at the budget's point failure rate and both ends of its range
+    (jobs.budget.compute.failure_ranges: the answer shows all three), with their failure shares. A row's share is
+    what its own budget (jobs.budget.model.scenario) depends on: the GPU count (the failure rate), the checkpoint
+    writers (all GPUs with ZeRO >= 1, DeepSpeed MiCS's first group x tp x pp, one replica's tp x pp with ZeRO-0:
+    core.economics.checkpoint.checkpoint_writers; the write time and stall follow), and the step where one
+    checkpoint per step is the floor of the interval; not the run's length (Daly's expected wall-clock is work x
+    a factor of the interval, checkpoint, restart and MTBI). So the budget's failure plans are made once per
+    (count, writers) group, on its first row (any row gives the same plans), and every row's expected wall-clock
+    follows from them and its own step. Raises InputError naming gpus when no row completes."""
     gpus = fitting["gpus"].astype(np.int64)
     mics = _mics_groups(inputs, fitting)  # DeepSpeed MiCS: its first group writes (checkpoint_writers' writer_group)
     model_parallel = fitting["tp"] * fitting["pp"]

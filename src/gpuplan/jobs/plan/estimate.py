@@ -211,7 +211,7 @@ def plan_report(inputs: PlanInputs, progress=None) -> Report:
     ramp = ramp_on(inputs, plan, result.evaluator, table["ramp_factor"][best] if timed else None)
     summary = Section("Recommendation", recommendation(plan, inputs, result, best, without_layout)
                       + ((ramp_line(ramp, inputs, plan),) if ramp else ()) + why_lines(plan, result.all)
-                      + shard_group_line(table, order, layout_of))  # --shard-group auto: the group and the other kind
+                      + shard_group_line(table, order, layout_of, rank_by, result))  # --shard-group auto: the group and the other kind
     checked = check_my_layout(inputs, result, plan) if inputs.layout_given else ()
     breakdown = Section(f"Step time and memory of {plan.text()}", step_lines(plan, "best") + memory_lines(plan, "best", inputs.profile.caching_allocator, gpu))
     tables = (Table(f"top {len(top)} layouts (ranked by {RANKED[rank_by]})", COLUMNS, _rows(table, top, layout_of)),
@@ -408,7 +408,7 @@ def _budget_for(plan: Plan, inputs: PlanInputs, result: PlanSearch, wall_seconds
                           gpu_hours=gpu_hours, tokens=inputs.tokens,
                           global_batch_tokens=float(plan.global_batch * inputs.seq_len),
                           step_seconds=plan.step_seconds, recipe=inputs.recipe_name, zero=layout.zero,
-                          model_parallel=layout.tp * layout.pp, settings=inputs.budget_settings(),
+                          model_parallel=layout.tp * layout.pp, settings=inputs.budget_settings(layout),
                           granule=layout.dp * layout.micro_batch * inputs.seq_len,
                           forward_share=step_forward_share(ev.spec, inputs, plan.recompute))  # in-loop evaluation
 

@@ -1,18 +1,24 @@
 """The line `plan --shard-group auto` adds to its recommendation: which shard group the ranking chose (or plain
-sharding) and what the best layout of the other kind predicts, with the percent (planner.shard_group_search)."""
+sharding), what the best layout of the other kind predicts with the percent (and the ranking's own measure, which
+placed it below), why there is none where none is left, and the groups the variant cap left out
+(planner.shard_group_search)."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from gpuplan.planner.plan import layout_text, row_layout
+from gpuplan.planner.shard_group_search import capped_groups, node_groups
 from gpuplan.report.model import Line
 
 
-def shard_group_line(table, order: np.ndarray, layout_of=()) -> tuple[Line, ...]:
+def shard_group_line(table, order: np.ndarray, layout_of=(), rank_by: str = "time", result=None) -> tuple[Line, ...]:
     """One Line (key shard_group_auto, value: the group chosen, 0 for plain sharding) where ``table`` (the ranked
-    rows: days column) carries the auto search's ``shard_group`` column, ``order`` its ranking (best first); () otherwise. The percent: the other kind's best days over the answer's
-    less 1 (the failure-free wall-clock of the same tokens: days = tokens / tokens per second)."""
+    rows: days and ranked_days / ranked_cost columns) carries the auto search's ``shard_group`` column, ``order``
+    its ranking by ``rank_by`` (best first); () otherwise. ``result``: the PlanSearch (its evaluator names the
+    node and the model, its ``all`` the groups the cap cut). The other kind's percent is its failure-free days over
+    the answer's less 1 (days = tokens / tokens per second), said so, with the measure the ranking compared
+    (_ranked_words): the two can differ in sign (the ranking takes each layout's ± and failures)."""
     if "shard_group" not in table.columns or not len(order):
         return ()
     best = int(order[0])
@@ -27,15 +33,67 @@ def shard_group_line(table, order: np.ndarray, layout_of=()) -> tuple[Line, ...]
         head = ("none (plain sharding: every data-parallel rank shards)" if table["zero"][best] >= 1 else
                 "none (the answer runs ZeRO 0: nothing sharded)")
         kind = "best HSDP"
+    cut = _capped_words(result)
     if not len(other):
-        why = "no layout here runs one" if not chosen else "no plain layout is left"
-        return _line(chosen, f"{head}; {why} (groups of whole nodes dividing dp x cp, at a ZeRO stage the "
-                     "framework runs them with)")
+        why = (f"no layout here runs one ({_no_variant_reason(table, best, result)})" if not chosen else
+               "no plain layout is left among the ranked rows")
+        return _line(chosen, f"{head}; {why}{cut}")
     i = int(other[0])
     days, mine = float(table["days"][i]), float(table["days"][best])
     return _line(chosen, f"{head}; {kind}: {int(table['gpus'][i]):,} GPUs "
                  f"{layout_text(*row_layout(table, i, *layout_of))}, {table['step_seconds'][i]:.3g} s a step, "
-                 f"{days:.2f} days ({days / mine - 1:+.1%})")
+                 f"{days:.2f} days ({days / mine - 1:+.1%} failure-free; {_ranked_words(table, i, best, rank_by)})"
+                 f"{cut}")
+
+
+def _ranked_words(table, i: int, best: int, rank_by: str) -> str:
+    """What the ranking compared between row ``i`` (ranked below) and the answer ``best`` (planner.plan.ranking):
+    by GPUs (gpus, deadline) the count where it differs; by cost the cost with failures; else (and on a tie of
+    counts) the ranked days, the slow end (step x (1 + ±)) with failures at the failure rate's high end."""
+    more = int(table["gpus"][i]) - int(table["gpus"][best])
+    if rank_by in ("gpus", "deadline") and more:
+        return f"ranked by GPUs: {more:+,} GPUs"
+    if rank_by in ("cost", "deadline") and "ranked_cost" in table.columns and np.isfinite(table["ranked_cost"][best]):
+        return f"ranked cost with failures {table['ranked_cost'][i] / table['ranked_cost'][best] - 1:+.1%}"
+    if "ranked_days" not in table.columns:
+        return "ranked below"
+    return f"ranked days (slow end, failures) {table['ranked_days'][i] / table['ranked_days'][best] - 1:+.1%}"
+
+
+def _no_variant_reason(table, best: int, result) -> str:
+    """Why no HSDP variant is among the ranked rows, read from the answer's layout: no whole-node group below its
+    dp x cp (node_groups), DeepSpeed's MiCS with experts (core.parallel.MICS_NO_EXPERTS), or experts split within no
+    group; else none fitted or could rank first (the pruned search varies only those: RankBound)."""
+    from gpuplan.core.parallel import MICS_NO_EXPERTS
+
+    data, ep = int(table["dp"][best] * table["cp"][best]), int(table["ep"][best])
+    node = result.evaluator.cluster.gpus_per_node if result is not None else None
+    framework = getattr(getattr(result, "limits", None), "framework", None)
+    if node is not None and not node_groups(data, node):
+        return (f"the answer's dp x cp {data:,} has no group of whole {node}-GPU nodes below it, a node times a power "
+                "of two dividing it")
+    if framework == "deepspeed" and ep > 1:
+        return MICS_NO_EXPERTS.split(":")[0].format(ep=f" (the answer's ep {ep})")
+    if result is not None and result.evaluator.spec.moe is not None and ep > 1:
+        return f"the answer's ep {ep} splits within no whole-node group of its dp x cp {data:,}"
+    return ("no variant fitted, or none could rank first at its count, at a ZeRO stage the framework runs a group "
+            "with; --exhaustive varies every row")
+
+
+def _capped_words(result) -> str:
+    """'; groups ... left out (cap ...)' where the variant cap cut groups in ``result``'s search, else ''."""
+    if result is None:
+        return ""
+    from gpuplan.planner.shard_group_search import MAX_SHARD_GROUP_VARIANTS
+
+    left, bound_only = capped_groups(result.all, result.evaluator.cluster.gpus_per_node)
+    words = ([f"groups {_listed(left)} left out"] if left else []) + (
+        [f"groups {_listed(bound_only)} varied only where they could rank first"] if bound_only else [])
+    return f"; {', '.join(words)} (cap {MAX_SHARD_GROUP_VARIANTS:,} variants)" if words else ""
+
+
+def _listed(groups: tuple[int, ...]) -> str:
+    return ", ".join(f"{g:,}" for g in groups)
 
 
 def _line(chosen: int, text: str) -> tuple[Line, ...]:
