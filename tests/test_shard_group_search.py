@@ -341,3 +341,18 @@ def test_a_number_refused_names_auto_too(value, said):
     with pytest.raises(gpuplan.InputError) as refused:
         gpuplan.PlanInputs(model="gpt2", tokens="1e9", gpu="h100", gpus=16, shard_group=value)
     assert said in str(refused.value) and str(refused.value).endswith("; or auto (the planner searches the groups)")
+
+
+@pytest.mark.parametrize("rank_by,said", [
+    ("time", "ranked days (slow end, failures) -0.5% on +64 GPUs: the fewest GPUs within 1% rank first"),
+    ("deadline", "ranked by GPUs: +64 GPUs"), ("gpus", "ranked by GPUs: +64 GPUs"),
+    ("cost", "ranked cost with failures +3.0%")])
+def test_the_other_kind_says_the_rankings_measure(rank_by, said):
+    """R1 N2, by hand: the answer on 512 GPUs at 2.00 ranked days and $100; the other kind's best on 576 at 1.99
+    (1.99 / 2 - 1 = -0.5%, fewer days on 64 more GPUs: the plateau rule) and $103 (+3.0%)."""
+    from gpuplan.jobs.plan.shard_group_told import _ranked_words
+    from gpuplan.planner.search import LayoutTable
+
+    table = LayoutTable({"gpus": np.array([512, 576]), "ranked_days": np.array([2.0, 1.99]),
+                         "ranked_cost": np.array([100.0, 103.0])})
+    assert _ranked_words(table, 1, 0, rank_by) == said

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpuplan.planner.plan import layout_text, row_layout
+from gpuplan.planner.plan import PLATEAU_SHARE, layout_text, row_layout
 from gpuplan.planner.shard_group_search import capped_groups, node_groups
 from gpuplan.report.model import Line
 
@@ -49,7 +49,8 @@ def shard_group_line(table, order: np.ndarray, layout_of=(), rank_by: str = "tim
 def _ranked_words(table, i: int, best: int, rank_by: str) -> str:
     """What the ranking compared between row ``i`` (ranked below) and the answer ``best`` (planner.plan.ranking):
     by GPUs (gpus, deadline) the count where it differs; by cost the cost with failures; else (and on a tie of
-    counts) the ranked days, the slow end (step x (1 + ±)) with failures at the failure rate's high end."""
+    counts) the ranked days, the slow end (step x (1 + ±)) with failures at the failure rate's high end, and where
+    those are fewer on more GPUs, the plateau rule that put it below (planner.plan._fewest_on_plateau)."""
     more = int(table["gpus"][i]) - int(table["gpus"][best])
     if rank_by in ("gpus", "deadline") and more:
         return f"ranked by GPUs: {more:+,} GPUs"
@@ -57,7 +58,10 @@ def _ranked_words(table, i: int, best: int, rank_by: str) -> str:
         return f"ranked cost with failures {table['ranked_cost'][i] / table['ranked_cost'][best] - 1:+.1%}"
     if "ranked_days" not in table.columns:
         return "ranked below"
-    return f"ranked days (slow end, failures) {table['ranked_days'][i] / table['ranked_days'][best] - 1:+.1%}"
+    ratio = table["ranked_days"][i] / table["ranked_days"][best] - 1
+    plateau = (f" on {more:+,} GPUs: the fewest GPUs within {PLATEAU_SHARE:.0%} rank first" if ratio < 0 and more > 0
+               else "")
+    return f"ranked days (slow end, failures) {ratio:+.1%}{plateau}"
 
 
 def _no_variant_reason(table, best: int, result) -> str:
