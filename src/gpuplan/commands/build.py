@@ -74,9 +74,14 @@ def _metavar(info: Any) -> str:
             found += [str(v) for v in get_args(annotation)]
         return found
 
+    def takes_int(annotation: Any) -> bool:
+        return annotation is int or any(takes_int(arg) for arg in get_args(annotation) or ()
+                                        if get_origin(arg) is not Literal)
+
     values = literals(info.annotation)
     if values and len(values) <= 8 and all(isinstance(v, str) for v in values):
-        return "[" + "|".join(dict.fromkeys(values)) + "]"
+        # a whole number or a word (--shard-group N|auto): the number first, as the help's text reads
+        return "[" + "|".join((["N"] if takes_int(info.annotation) else []) + list(dict.fromkeys(values))) + "]"
     return "TEXT"
 
 
