@@ -106,6 +106,8 @@ LLAMA = {"model_type": "llama", "hidden_size": 4096, "num_hidden_layers": 32, "n
 ])
 def test_1_malformed_rope_parameters_are_refused_at_every_door(run_cli, client, tmp_path, parameters, field, words):
     config = {**LLAMA, "rope_parameters": parameters}
+    if isinstance(parameters, dict) and "full_attention" in parameters:  # nested only where the config declares the
+        config["layer_types"] = ["full_attention", "sliding_attention"] * 16  # types (review R2 M6, helper H2)
     path = tmp_path / "config.json"
     path.write_text(json.dumps(config), encoding="utf-8")
     line = f"config.json: {field}: {words}"

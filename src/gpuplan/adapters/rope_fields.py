@@ -41,11 +41,25 @@ def rope_settings(cfg: dict[str, Any]) -> tuple[str, Any]:
     return "rope_parameters", cfg.get("rope_parameters")
 
 
+CLASS_LAYER_TYPES = {**dict.fromkeys(("gemma2", "gemma3", "gemma3_text", "gpt_oss", "olmo3"), KNOWN_LAYER_TYPES),
+                     **dict.fromkeys(("qwen2", "qwen2_moe", "qwen3", "llama4_text"), ("full_attention",))}
+"""The layer types a config class fills layer_types with where config.json states none (transformers 5.25.0, each
+class's __post_init__; checked by building each type with rope_parameters nested under both types: the Gemma 2 / 3,
+GPT-OSS and OLMo 3 classes nest both, Qwen2 / Qwen2-MoE / Qwen3 'full_attention' (and 'sliding_attention' with
+use_sliding_window), Llama 4 'full_attention' (its 'chunked_attention' is not modelled); Llama, Mistral, Mixtral,
+Phi-3, OLMo 2, Qwen3-MoE, DeepSeek and the others none, so their rope_parameters are flat (review R2 M6))."""
+
+
 def _nested(settings: dict[str, Any], cfg: dict[str, Any]) -> list[str]:
     """The keys of ``settings`` that are layer types (nested_rope_parameter_keys L781-790: the config's own
-    layer_types, or the two gpuplan models where it states none)."""
+    layer_types, or those its class fills in where it states none: CLASS_LAYER_TYPES)."""
     declared = cfg.get("layer_types")
-    types = set(KNOWN_LAYER_TYPES) | {t for t in (declared if isinstance(declared, list) else ()) if isinstance(t, str)}
+    if isinstance(declared, list):
+        types = {t for t in declared if isinstance(t, str)}
+    else:
+        types = set(CLASS_LAYER_TYPES.get(str(cfg.get("model_type")), ()))
+        if types and cfg.get("model_type") in ("qwen2", "qwen2_moe", "qwen3") and cfg.get("use_sliding_window"):
+            types.add("sliding_attention")
     return [key for key in settings if key in types]
 
 
@@ -175,6 +189,6 @@ def yarn_attention_factor(scaling: Any, key: str = "rope_scaling") -> float:
         return given
     factor = number("factor", 1.0)
     m, m_all = number("mscale", None, zero_ok=True), number("mscale_all_dim", None, zero_ok=True)
-    if m is not None and m_all is not None:
+    if m and m_all:  # truthiness, as _compute_yarn_parameters (modeling_rope_utils.py@5.25.0 L452-456): 0 is none
         return mscale(factor, m) / mscale(factor, m_all)
     return mscale(factor, 1.0)
