@@ -56,13 +56,13 @@ def test_7_the_class_defaults_are_the_installed_ones():
 
 @pytest.mark.parametrize("config, field, words", [
     ({"model_type": "qwen2", "hidden_size": 128, "num_attention_heads": 8}, "num_key_value_heads",
-     "a qwen2 config must state it: transformers would build Qwen2Config's default 32, not num_attention_heads (8)"),
-    ({"model_type": "qwen3", "hidden_size": 1024, "num_attention_heads": 16, "num_key_value_heads": 8}, "head_dim",
-     "a qwen3 config must state it: transformers would build Qwen3Config's default 128, not hidden_size / "
-     "num_attention_heads (1024 / 16)"),
-    ({"model_type": "mistral", "hidden_size": 512, "num_attention_heads": 16}, "num_key_value_heads",
-     "transformers would build MistralConfig's default 8, not num_attention_heads (16)"),
-])
+     "a qwen2 config must state it: transformers would build Qwen2Config's default 32, which does not divide "
+     "num_attention_heads (8)"),
+    ({"model_type": "qwen3_moe", "hidden_size": 512, "num_attention_heads": 6, "num_experts": 4,
+      "num_experts_per_tok": 2}, "num_key_value_heads",
+     "transformers would build Qwen3MoeConfig's default 4, which does not divide num_attention_heads (6)"),
+])  # review R2 N1 (helper H2): the Qwen3 head_dim and Mistral K/V cases of 16 heads are now read as their class
+# builds them (tests/test_hostile_w24c.py test_n1); a default that does not divide the heads is still refused
 def test_7_a_left_out_shape_the_class_fixes_is_refused_at_every_door(run_cli, client, tmp_path, config, field, words):
     config = {**config, "num_hidden_layers": 2, "intermediate_size": 256, "vocab_size": 1000,
               "max_position_embeddings": 4096}

@@ -73,5 +73,5 @@ def check_architecture(config: dict[str, Any], text: dict[str, Any], model_type:
         left_out = " and ".join(key.removesuffix("_config") for key in towers)
         notes.append(f"{left_out} tower left out: only the language model (text_config) is estimated; the "
                      f"{left_out} encoder's weights, activations and FLOPs are not counted")
-    check_class_shapes(text, model_type)  # K/V heads or head_dim left to a class's fixed default (class_shapes)
+    notes += check_class_shapes(text, model_type)  # nulls, left-out K/V heads or head_dim (class_shapes)
     return notes

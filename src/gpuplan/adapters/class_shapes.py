@@ -29,37 +29,85 @@ CLASS_HEAD_DIMS = {"gemma": ("GemmaConfig", 256), "gemma2": ("Gemma2Config", 256
 """The fixed head_dim each config class builds when the key is left out (as CLASS_KV_HEADS)."""
 
 
-CLASS_MLA = {"kv_lora_rank": 512, "qk_nope_head_dim": 128, "qk_rope_head_dim": 64, "v_head_dim": 128}
+CLASS_MLA = {"kv_lora_rank": 512, "q_lora_rank": 1536, "qk_nope_head_dim": 128, "qk_rope_head_dim": 64,
+             "v_head_dim": 128}
 """DeepseekV2Config's and DeepseekV3Config's multi-latent attention defaults (configuration_deepseek_v2.py@5.25.0
 L102-114, configuration_deepseek_v3.py L94-98): a DeepSeek config.json that leaves kv_lora_rank out is built with MLA
-of rank 512 (gpuplan read it as plain attention). q_lora_rank (default 1,536) is not here: the catalog's
-deepseek-v2-lite leaves it out to mean null (no query compression, as the official config states), which the reader
-keeps."""
+of rank 512 (gpuplan read it as plain attention), one that leaves q_lora_rank out with queries compressed to rank 1,536
+(review R2 M3: it was read as none). ``"q_lora_rank": null`` is no query compression (DeepSeek-V2-Lite's official
+config), which both read."""
+
+NULL_REFUSED = {"num_key_value_heads": ("gemma", "gemma2", "gemma3_text", "gpt_oss", "llama4_text", "mistral",
+                                        "mixtral", "qwen2_moe", "qwen3_moe"),
+                "head_dim": ("gemma", "gemma2", "gemma3_text", "gpt_oss", "llama4_text", "olmo2", "olmo3", "phi3",
+                             "qwen2", "qwen2_moe", "qwen3", "qwen3_moe"),
+                **dict.fromkeys(("kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"),
+                                ("deepseek_v2", "deepseek_v3"))}
+"""The types for which transformers 5.25.0 builds no model from a stated null (review R2 M1 / M2; checked by building
+each on the meta device, tests/test_hostile_w24c.py): the config class refuses it (strict int fields: Gemma, Gemma 2,
+Gemma 3, GPT-OSS, Llama 4, Mistral / Mixtral / Qwen3-MoE K/V heads, Qwen3 head_dim, DeepSeek's MLA widths) or keeps
+None and the model fails to build (Qwen2-MoE K/V heads: heads // None; the head_dim of Qwen2, Qwen2-MoE, Qwen3-MoE,
+OLMo 2 / 3 and Phi-3 in the rotary init). Elsewhere a null is the class's own fill (LlamaConfig, Qwen2Config and
+Qwen3Config take the heads for K/V, Mistral / Mixtral hidden / heads for head_dim), as gpuplan reads it.
+DBRX's attn_config.kv_n_heads (a strict int too) is checked in class_defaults_read."""
 
 
-def check_class_shapes(cfg: dict[str, Any], model_type: str) -> None:
-    """Refuse a config.json (``cfg`` as written, before nulls are dropped) that leaves out num_key_value_heads or
-    head_dim where its class would build a fixed default other than what gpuplan reads for it, or a DeepSeek
-    attention field (CLASS_MLA)."""
+def _left_out(cfg: dict[str, Any], model_type: str) -> dict[str, tuple[int, str]]:
+    """{key: (the class default transformers builds, the note saying so)} for the K/V heads / head_dim ``cfg`` leaves
+    out where its class fixes another number than gpuplan's own reading and that number builds a runnable model
+    (review R2 N1); a default that does not divide the heads is refused here, naming the field and the default."""
+    if model_type == "dbrx":  # DbrxAttentionConfig.kv_n_heads = 1 (configuration_dbrx.py@5.25.0): multi-query
+        attn = cfg.get("attn_config")
+        attn = {} if attn is None else attn
+        if isinstance(attn, dict) and "kv_n_heads" not in attn:
+            return {"kv_n_heads": (1, "attn_config.kv_n_heads left out: DbrxAttentionConfig's default 1 "
+                                      "(multi-query), as transformers builds it")}
+        return {}
+    heads, hidden = cfg.get("num_attention_heads"), cfg.get("hidden_size")
+    if not isinstance(heads, int) or isinstance(heads, bool) or heads < 1:
+        return {}  # the reader refuses it, naming num_attention_heads
+    if not isinstance(hidden, int) or isinstance(hidden, bool) or hidden < 1:
+        hidden = None  # the reader refuses it, naming hidden_size (review R2 N2)
+    reads = {"num_key_value_heads": (CLASS_KV_HEADS, heads, f"num_attention_heads ({heads})"),
+             "head_dim": (CLASS_HEAD_DIMS, hidden // heads if hidden else None,
+                          f"hidden_size / num_attention_heads ({hidden} / {heads})")}
+    filled = {}
+    for key, (table, read, said) in reads.items():
+        if key in cfg or model_type not in table or read is None:
+            continue
+        name, default = table[model_type]
+        if default == read:
+            continue
+        if key == "num_key_value_heads" and heads % default:  # each K/V head serves heads / kv query heads
+            raise InputError(f"config.json: {key}", None, f"a {model_type} config must state it: transformers "
+                             f"would build {name}'s default {default}, which does not divide num_attention_heads "
+                             f"({heads})")
+        filled[key] = (default, f"{key} left out: {name}'s default {default}, as transformers builds it (not "
+                                f"{said})")
+    return filled
+
+
+def check_class_shapes(cfg: dict[str, Any], model_type: str) -> list[str]:
+    """Refuse a config.json (``cfg`` as written, before nulls are dropped) that states null for a field transformers
+    builds no model from (NULL_REFUSED), leaves out a DeepSeek attention field (CLASS_MLA), or leaves out
+    num_key_value_heads where its class's default does not divide the heads; return the notes of the class defaults
+    read for what it leaves out (_left_out; read_keys fills them)."""
+    nulls = [key for key, types in NULL_REFUSED.items() if model_type in types and key in cfg and cfg[key] is None]
+    attn = cfg.get("attn_config")
+    if model_type == "dbrx" and isinstance(attn, dict) and "kv_n_heads" in attn and attn["kv_n_heads"] is None:
+        nulls.append("attn_config.kv_n_heads")
+    if nulls:
+        raise InputError(f"config.json: {nulls[0]}", "null", f"a {model_type} config must give a positive integer: "
+                         "transformers 5.25.0 builds no model from a null one")
     if model_type in ("deepseek_v2", "deepseek_v3"):
         name = "DeepseekV2Config" if model_type == "deepseek_v2" else "DeepseekV3Config"
         for key, default in CLASS_MLA.items():
             if key not in cfg:
                 raise InputError(f"config.json: {key}", None, f"a {model_type} config must state it: transformers "
-                                 f"would build {name}'s default {default:,}")
-    heads, hidden = cfg.get("num_attention_heads"), cfg.get("hidden_size")
-    if not isinstance(heads, int) or isinstance(heads, bool) or heads < 1:
-        return  # the reader refuses it, naming num_attention_heads
-    reads = {"num_key_value_heads": (CLASS_KV_HEADS, heads, f"num_attention_heads ({heads})"),
-             "head_dim": (CLASS_HEAD_DIMS, hidden // heads if isinstance(hidden, int) else None,
-                          f"hidden_size / num_attention_heads ({hidden} / {heads})")}
-    for key, (table, read, said) in reads.items():
-        if key in cfg or model_type not in table or read is None:
-            continue
-        name, default = table[model_type]
-        if default != read:
-            raise InputError(f"config.json: {key}", None, f"a {model_type} config must state it: transformers would "
-                             f"build {name}'s default {default}, not {said}")
+                                 f"would build {name}'s default {default:,}" +
+                                 (' (give "q_lora_rank": null for queries without compression)'
+                                  if key == "q_lora_rank" else ""))
+    return [note for _, note in _left_out(cfg, model_type).values()]
 
 
 BIAS_KEYS = ("attention_bias", "mlp_bias", "bias")
@@ -84,7 +132,14 @@ modeling_gpt_neox.py@5.25.0 read no num_key_value_heads / num_kv_heads): a GPT-N
 
 def read_keys(cfg: dict[str, Any], model_type: str) -> dict[str, Any]:
     """``cfg`` without its nulls (the config class's defaults fill them) and without the bias keys ``model_type``'s
-    modeling file does not read (READ_BIAS_KEYS), or the K/V head keys where it reads none (MHA_TYPES)."""
+    modeling file does not read (READ_BIAS_KEYS), or the K/V head keys where it reads none (MHA_TYPES); with the class
+    defaults of the K/V heads / head_dim it leaves out (_left_out)."""
     unread = set(BIAS_KEYS) - set(READ_BIAS_KEYS.get(model_type, ()))
     unread |= {"num_key_value_heads", "num_kv_heads"} if model_type in MHA_TYPES else set()
-    return {key: value for key, value in cfg.items() if value is not None and key not in unread}
+    kept = {key: value for key, value in cfg.items() if value is not None and key not in unread}
+    for key, (default, _) in _left_out(cfg, model_type).items():  # the class defaults transformers builds (N1)
+        if key == "kv_n_heads":
+            kept["attn_config"] = {**(cfg.get("attn_config") or {}), key: default}
+        else:
+            kept[key] = default
+    return kept

@@ -165,7 +165,7 @@ def _attention(cfg: dict[str, Any], t: ArchTraits, hidden: int) -> AttentionSpec
     mla = cfg.get("kv_lora_rank") is not None
     return AttentionSpec(
         num_heads=heads, num_kv_heads=heads if mla else kv_heads, head_dim=head_dim,
-        qkv_bias=t.qkv_bias if bias is None else bool(bias) or t.qkv_bias,
+        qkv_bias=t.qkv_bias if bias is None else bool(bias),  # GPT-OSS / GPT-NeoX too (modeling_gpt_oss L271-280)
         out_bias=t.out_bias if bias is None else bool(bias),
         qk_norm=t.qk_norm,  # type: ignore[arg-type]
         q_lora_rank=int_field(cfg, "q_lora_rank") if mla and cfg.get("q_lora_rank") is not None else None,
@@ -311,11 +311,11 @@ def _model_type(cfg: dict[str, Any], override: str | None) -> tuple[str, list[st
 
 
 def _dbrx_flat(cfg: dict[str, Any]) -> dict[str, Any]:
-    """DBRX nests attention and FFN settings (configuration_dbrx.py: attn_config, ffn_config)."""
+    """DBRX nests attention and FFN settings (configuration_dbrx.py: attn_config, ffn_config; kv_n_heads 1 if none)."""
     attn, ffn = nested_settings(cfg, "DBRX")
     flat = dict(cfg)
     flat.update({"num_hidden_layers": cfg.get("n_layers"), "num_attention_heads": cfg.get("n_heads"),
-                 "num_key_value_heads": attn.get("kv_n_heads"), "intermediate_size": ffn.get("ffn_hidden_size"),
+                 "num_key_value_heads": attn.get("kv_n_heads", 1), "intermediate_size": ffn.get("ffn_hidden_size"),
                  "num_local_experts": ffn.get("moe_num_experts"), "num_experts_per_tok": ffn.get("moe_top_k"),
                  "max_position_embeddings": cfg.get("max_seq_len")})
     return flat
