@@ -273,14 +273,30 @@ def test_n2_a_boolean_hidden_size_is_named_as_hidden_size():
         _ours(config)
 
 
-@pytest.mark.parametrize("model_type, extra, sinks", [
-    ("gpt_oss", {"num_key_value_heads": 2, "head_dim": 32, "num_local_experts": 4, "num_experts_per_tok": 2}, 4 * 2),
-    ("gpt_neox", {}, 0)])
-def test_n3_attention_bias_false_drops_every_attention_bias(model_type, extra, sinks):
+GPT_OSS = {"num_key_value_heads": 2, "head_dim": 32, "num_local_experts": 4, "num_experts_per_tok": 2}
+
+
+@pytest.mark.parametrize("model_type, extra", [("gpt_oss", {**GPT_OSS, "attention_bias": False}),
+                                               ("gpt_neox", {"attention_bias": False})])
+def test_n3_attention_bias_false_drops_every_attention_bias(model_type, extra):
     config = {"model_type": model_type, "hidden_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4,
-              "intermediate_size": 96, "vocab_size": 1000, "max_position_embeddings": 512, "attention_bias": False,
-              **extra}
+              "intermediate_size": 96, "vocab_size": 1000, "max_position_embeddings": 512, **extra}
     spec, total = _ours(config)
     assert not spec.attention.qkv_bias and not spec.attention.out_bias
-    # GPT-OSS's attention sinks (one parameter a head a layer, GptOssAttention.sinks) are not counted (review R2 N4)
-    assert total == _parameters(_meta_model(config)) - sinks
+    assert total == _parameters(_meta_model(config))
+
+
+@pytest.mark.parametrize("heads, layers", [(4, 2), (8, 3)])
+def test_n4_gpt_oss_counts_one_attention_sink_a_head_a_layer(heads, layers):
+    from dataclasses import replace
+
+    from gpuplan.core.model.spec import count_parameters
+
+    config = {"model_type": "gpt_oss", "hidden_size": 128, "num_hidden_layers": layers, "num_attention_heads": heads,
+              "intermediate_size": 96, "vocab_size": 1000, "max_position_embeddings": 512, **GPT_OSS}
+    model = _meta_model(config)
+    assert tuple(model.model.layers[0].self_attn.sinks.shape) == (heads,)
+    spec, total = _ours(config)
+    assert total == _parameters(model)
+    without = replace(spec, attention=replace(spec.attention, attention_sinks=False))
+    assert total - count_parameters(without).total == heads * layers

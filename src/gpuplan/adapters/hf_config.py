@@ -92,9 +92,8 @@ TRAITS: dict[str, ArchTraits] = {
     "llama4_text": ArchTraits(),
     # DBRX (modeling_dbrx.py): LayerNorm without bias, fused Wqkv, 16 experts top-4; nested config
     "dbrx": ArchTraits(norm="layernorm", norm_bias=False, fused_qkv=True),
-    # gpt-oss (modeling_gpt_oss.py): biased q/k/v/o, RMSNorm, MoE of gated experts (their biases and
-    # the per-head attention sinks are < 0.1% of the parameters and not counted), alternating
-    # sliding-window (128) and full attention through layer_types
+    # gpt-oss (modeling_gpt_oss.py@5.25.0): q/k/v/o biased unless attention_bias is false (L271-280), one sink a head
+    # (L283, _attention), RMSNorm, MoE of gated experts with biases, sliding-window (128) / full layers (layer_types)
     "gpt_oss": ArchTraits(qkv_bias=True, out_bias=True),
     # MPT (llm-foundry modeling_mpt.py / blocks.py @34f47ade1): pre-LN blocks, fused Wqkv, GELU 4h MLP, tied
     # logits, biases unless no_bias (which drops the norms' too: config_fields.mpt_fields); ALiBi or learned positions
@@ -167,7 +166,7 @@ def _attention(cfg: dict[str, Any], t: ArchTraits, hidden: int) -> AttentionSpec
         num_heads=heads, num_kv_heads=heads if mla else kv_heads, head_dim=head_dim,
         qkv_bias=t.qkv_bias if bias is None else bool(bias),  # GPT-OSS / GPT-NeoX too (modeling_gpt_oss L271-280)
         out_bias=t.out_bias if bias is None else bool(bias),
-        qk_norm=t.qk_norm,  # type: ignore[arg-type]
+        qk_norm=t.qk_norm, attention_sinks=cfg.get("model_type") == "gpt_oss",  # type: ignore[arg-type]
         q_lora_rank=int_field(cfg, "q_lora_rank") if mla and cfg.get("q_lora_rank") is not None else None,
         kv_lora_rank=int_field(cfg, "kv_lora_rank") if mla else None,
         qk_nope_head_dim=int_field(cfg, "qk_nope_head_dim") if mla else 0,

@@ -32,6 +32,8 @@ class AttentionSpec:
     """Bias on the q, k, v projections (GPT-2, GPT-NeoX, Qwen2)."""
     out_bias: bool = False
     """Bias on the output projection (GPT-2, GPT-NeoX)."""
+    attention_sinks: bool = False
+    """One learned sink logit a head (GPT-OSS: GptOssAttention.sinks, modeling_gpt_oss.py@5.25.0 L283)."""
     qk_norm: QKNorm = "none"
     """RMSNorm on q and k: 'per_head' = one head_dim weight each (Qwen3, Gemma 3),
     'full' = over all heads (OLMo 2)."""
@@ -218,6 +220,7 @@ def attention_params(attn: AttentionSpec, hidden: int) -> int:
         params += q_width + 2 * kv_width
     if attn.out_bias:
         params += hidden
+    params += attn.num_heads if attn.attention_sinks else 0
     if attn.qk_norm == "per_head":
         params += 2 * attn.head_dim
     elif attn.qk_norm == "full":
