@@ -300,3 +300,38 @@ def test_n4_gpt_oss_counts_one_attention_sink_a_head_a_layer(heads, layers):
     assert total == _parameters(model)
     without = replace(spec, attention=replace(spec.attention, attention_sinks=False))
     assert total - count_parameters(without).total == heads * layers
+
+
+# ---- expert keys a type does not read (found while testing M1: a Mixtral config's stray moe_intermediate_size) ------
+
+@pytest.mark.parametrize("model_type, stray", [
+    ("llama", {"num_experts": 4, "num_experts_per_tok": 2}), ("qwen3", {"num_local_experts": 4, "num_experts_per_tok": 2}),
+    ("mistral", {"n_routed_experts": 4, "num_experts_per_tok": 2}),
+    ("mixtral", {"num_local_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 64}),
+    ("mixtral", {"num_local_experts": 4, "num_experts_per_tok": 2, "shared_expert_intermediate_size": 64}),
+    ("gpt_oss", {**GPT_OSS, "n_shared_experts": 1}),
+    ("qwen3_moe", {"num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 48,
+                   "shared_expert_intermediate_size": 64}),
+    ("qwen2_moe", {"num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 48,
+                   "shared_expert_intermediate_size": 80, "n_shared_experts": 1})])
+def test_expert_keys_a_type_does_not_read_are_not_read(model_type, stray):
+    """Each stray key changed gpuplan's count before (Llama with "num_experts": 4: 650,880 against the meta-built
+    dense 428,672; Mixtral's moe_intermediate_size 64: 552,576 against 650,880); now the count is transformers'."""
+    config = {"model_type": model_type, "hidden_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4,
+              "num_key_value_heads": 2, "intermediate_size": 96, "vocab_size": 1000, "max_position_embeddings": 512,
+              "pad_token_id": 0, **stray}
+    model = _meta_model(config)
+    spec, total = _ours(config)
+    assert total == _parameters(model)
+    assert (spec.moe is None) == (model_type not in MOE_TYPES)
+
+
+def test_model_type_override_still_reads_the_expert_keys():
+    """--model-type reads another type's config in the chosen type's names: its experts are kept (a Qwen2-MoE config
+    read as mixtral keeps num_experts' 4 experts)."""
+    from gpuplan.adapters.hf_config import model_spec_from_hf_config
+
+    config = {"model_type": "qwen2_moe", "hidden_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4,
+              "num_key_value_heads": 2, "intermediate_size": 96, "vocab_size": 1000, "num_experts": 4,
+              "num_experts_per_tok": 2}
+    assert model_spec_from_hf_config(config, model_type="mixtral").moe.num_experts == 4

@@ -124,18 +124,38 @@ Qwen2-MoE, Phi-3, GPT-2, GPTBigCode, DBRX none: their biases are fixed by the ar
 Mistral config with "attention_bias": true or a Qwen2 one with "mlp_bias": true builds no such biases."""
 
 
+EXPERT_KEYS = ("num_local_experts", "num_experts", "n_routed_experts", "moe_intermediate_size",
+               "shared_expert_intermediate_size", "n_shared_experts")
+"""config.json keys that make a model a mixture of experts, or size its experts (hf_config._moe reads them)."""
+
+READ_EXPERT_KEYS = {"mixtral": ("num_local_experts",), "gpt_oss": ("num_local_experts",),
+                    "llama4_text": ("num_local_experts",),
+                    "qwen2_moe": ("num_experts", "moe_intermediate_size", "shared_expert_intermediate_size"),
+                    "qwen3_moe": ("num_experts", "moe_intermediate_size"),
+                    **dict.fromkeys(("deepseek_v2", "deepseek_v3"),
+                                    ("n_routed_experts", "moe_intermediate_size", "n_shared_experts"))}
+"""The expert keys each type's config class and modeling file read (transformers 5.25.0, configuration_<type>.py /
+modeling_<type>.py: Mixtral's, GPT-OSS's and Llama 4's experts are intermediate_size wide; Qwen2-MoE's shared expert is
+shared_expert_intermediate_size wide, DeepSeek's n_shared_experts x moe_intermediate_size; DBRX's come from ffn_config,
+hf_config._dbrx_flat). Any other type builds no experts: a Llama or Qwen3 config with a stray "num_experts": 4 is
+a dense model in transformers (hostile wave 24c: gpuplan read it as MoE, 650,880 parameters against 428,672), and a
+Mixtral one's stray moe_intermediate_size / shared_expert_intermediate_size sizes nothing. Not applied under
+--model-type, where a config of another type is read in the chosen type's names."""
+
 MHA_TYPES = ("gpt2", "gpt_neox")
 """Types whose attention has one K/V head per query head whatever the config says (modeling_gpt2.py and
 modeling_gpt_neox.py@5.25.0 read no num_key_value_heads / num_kv_heads): a GPT-NeoX config with "num_key_value_heads":
 1 builds multi-head attention, not MQA."""
 
 
-def read_keys(cfg: dict[str, Any], model_type: str) -> dict[str, Any]:
+def read_keys(cfg: dict[str, Any], model_type: str, overridden: bool = False) -> dict[str, Any]:
     """``cfg`` without its nulls (the config class's defaults fill them) and without the bias keys ``model_type``'s
-    modeling file does not read (READ_BIAS_KEYS), or the K/V head keys where it reads none (MHA_TYPES); with the class
+    modeling file does not read (READ_BIAS_KEYS), the expert keys it does not read (READ_EXPERT_KEYS, unless
+    ``overridden`` by --model-type), or the K/V head keys where it reads none (MHA_TYPES); with the class
     defaults of the K/V heads / head_dim it leaves out (_left_out)."""
     unread = set(BIAS_KEYS) - set(READ_BIAS_KEYS.get(model_type, ()))
     unread |= {"num_key_value_heads", "num_kv_heads"} if model_type in MHA_TYPES else set()
+    unread |= set() if overridden else set(EXPERT_KEYS) - set(READ_EXPERT_KEYS.get(model_type, ()))
     kept = {key: value for key, value in cfg.items() if value is not None and key not in unread}
     for key, (default, _) in _left_out(cfg, model_type).items():  # the class defaults transformers builds (N1)
         if key == "kv_n_heads":

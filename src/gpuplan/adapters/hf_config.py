@@ -329,7 +329,7 @@ def _model_spec(config: dict[str, Any], name: str, source: str, override: str | 
         # left out (not null): the Qwen classes' 4,096 (configuration_qwen2.py@5.25.0 L74; qwen3 L77, *_moe L89 / L92)
         cfg = {**cfg, "sliding_window": 4096}
     cfg = {**class_defaults(cfg, CONFIG_DEFAULTS.get(model_type, {})),
-           **read_keys(cfg, model_type), "model_type": model_type}  # nulls and bias keys it does not read
+           **read_keys(cfg, model_type, bool(override)), "model_type": model_type}  # nulls, keys it does not read
     if model_type == "dbrx":
         cfg = _dbrx_flat(cfg)
     if model_type == "gpt_bigcode" and cfg.get("add_cross_attention"):  # L151-152: no multi-query cross-attention
