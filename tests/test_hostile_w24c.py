@@ -82,7 +82,8 @@ def test_m1_a_null_transformers_cannot_build_is_refused(model_type, key, other):
 @pytest.mark.parametrize("model_type, key, other, kv, head_dim", [
     ("llama", "num_key_value_heads", {}, 16, 32), ("qwen2", "num_key_value_heads", {}, 16, 32),
     ("qwen3", "num_key_value_heads", {"head_dim": 32}, 16, 32), ("llama", "head_dim", {}, 16, 32),
-    ("mistral", "head_dim", {"num_key_value_heads": 4}, 4, 32), ("mixtral", "head_dim", {"num_key_value_heads": 4}, 4, 32)])
+    ("mistral", "head_dim", {"num_key_value_heads": 4}, 4, 32),
+    ("mixtral", "head_dim", {"num_key_value_heads": 4}, 4, 32)])
 def test_m1_a_null_the_class_fills_is_answered_as_built(model_type, key, other, kv, head_dim):
     config = _config(model_type, **other, **{key: None})
     model = _meta_model(config)
@@ -102,7 +103,8 @@ def test_m1_every_door_gives_the_same_line(run_cli, client, tmp_path):
     for job in (("memory", str(path), "--gpus", "1"), ("infer", "--model", str(path)),
                 ("measure", "--model", str(path), "--seq-len", "32", "--micro-batch", "1")):
         assert field_refusal(run_cli(*job), "config.json: num_key_value_heads") == line, job
-    web = web_refusal(client.post("/api/memory", json={"config": config, "gpus": 1}), "config.json: num_key_value_heads")
+    web = web_refusal(client.post("/api/memory", json={"config": config, "gpus": 1}),
+                      "config.json: num_key_value_heads")
     assert f"error: {web}\n" == line
 
 
@@ -192,7 +194,7 @@ def test_m4_the_class_default_tables_are_complete():
             assert CLASS_HEAD_DIMS[model_type][1] == head_dim, model_type
 
 
-# ---- M5 / M6: RoPE ----------------------------------------------------------------------------------------------------
+# ---- M5 / M6: RoPE ---------------------------------------------------------------------------------------------------
 
 YARN = {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 4096}
 
@@ -262,7 +264,7 @@ def test_n1_a_default_that_does_not_divide_the_heads_is_refused(run_cli, tmp_pat
     assert field_refusal(run_cli("memory", str(path), "--gpus", "1"), "config.json: num_key_value_heads") == line
 
 
-# ---- N2 / N3 ----------------------------------------------------------------------------------------------------------
+# ---- N2 / N3 ---------------------------------------------------------------------------------------------------------
 
 def test_n2_a_boolean_hidden_size_is_named_as_hidden_size():
     from gpuplan.errors import InputError
@@ -305,7 +307,8 @@ def test_n4_gpt_oss_counts_one_attention_sink_a_head_a_layer(heads, layers):
 # ---- expert keys a type does not read (found while testing M1: a Mixtral config's stray moe_intermediate_size) ------
 
 @pytest.mark.parametrize("model_type, stray", [
-    ("llama", {"num_experts": 4, "num_experts_per_tok": 2}), ("qwen3", {"num_local_experts": 4, "num_experts_per_tok": 2}),
+    ("llama", {"num_experts": 4, "num_experts_per_tok": 2}),
+    ("qwen3", {"num_local_experts": 4, "num_experts_per_tok": 2}),
     ("mistral", {"n_routed_experts": 4, "num_experts_per_tok": 2}),
     ("mixtral", {"num_local_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 64}),
     ("mixtral", {"num_local_experts": 4, "num_experts_per_tok": 2, "shared_expert_intermediate_size": 64}),
@@ -335,3 +338,45 @@ def test_model_type_override_still_reads_the_expert_keys():
               "num_key_value_heads": 2, "intermediate_size": 96, "vocab_size": 1000, "num_experts": 4,
               "num_experts_per_tok": 2}
     assert model_spec_from_hf_config(config, model_type="mixtral").moe.num_experts == 4
+
+
+# ---- expert widths a MoE config class defaults (found with the sweep above) ---------------------------------------
+
+EXPERTS = {"qwen2_moe": {"num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 48,
+                         "shared_expert_intermediate_size": 80},
+           "qwen3_moe": {"num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 48}}
+
+
+@pytest.mark.parametrize("model_type, key, note", [
+    ("qwen2_moe", "moe_intermediate_size", "moe_intermediate_size left out: Qwen2MoeConfig's default 1,408, as "
+     "transformers builds it"),
+    ("qwen2_moe", "shared_expert_intermediate_size", "shared_expert_intermediate_size left out: Qwen2MoeConfig's "
+     "default 5,632, as transformers builds it"),
+    ("qwen3_moe", "moe_intermediate_size", "moe_intermediate_size left out: Qwen3MoeConfig's default 768, as "
+     "transformers builds it"),
+    ("deepseek_v3", "moe_intermediate_size", "moe_intermediate_size left out: DeepseekV3Config's default 2,048, as "
+     "transformers builds it"),
+    ("deepseek_v3", "n_shared_experts", "n_shared_experts left out: DeepseekV3Config's default 1, as transformers "
+     "builds it")])
+def test_a_left_out_expert_width_is_read_as_built(model_type, key, note):
+    """Before: a tiny Qwen2-MoE without shared_expert_intermediate_size 503,936 parameters (no shared expert) against
+    the meta-built 4,829,568; without moe_intermediate_size the experts were intermediate_size wide."""
+    full = DEEPSEEK if model_type == "deepseek_v3" else {
+        "model_type": model_type, "hidden_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4,
+        "num_key_value_heads": 2, "head_dim": 32, "intermediate_size": 96, "vocab_size": 1000,
+        "max_position_embeddings": 512, **EXPERTS[model_type]}
+    config = {k: v for k, v in full.items() if k != key}
+    spec, total = _ours(config)
+    assert total == _parameters(_meta_model(config))
+    assert note in spec.notes
+
+
+def test_a_null_expert_width_and_a_missing_expert_count_are_refused_by_their_own_names():
+    from gpuplan.errors import InputError
+
+    config = {**DEEPSEEK, "moe_intermediate_size": None}
+    assert isinstance(_meta_model(config), Exception)
+    with pytest.raises(InputError, match="^config.json: moe_intermediate_size: got 'null'; a deepseek_v3 config"):
+        _ours(config)
+    with pytest.raises(InputError, match="^config.json: n_routed_experts: got no value; a deepseek_v3 model routes"):
+        _ours({k: v for k, v in DEEPSEEK.items() if k != "n_routed_experts"})  # was named num_local_experts

@@ -37,12 +37,25 @@ of rank 512 (gpuplan read it as plain attention), one that leaves q_lora_rank ou
 (review R2 M3: it was read as none). ``"q_lora_rank": null`` is no query compression (DeepSeek-V2-Lite's official
 config), which both read."""
 
+CLASS_EXPERT_WIDTHS = {"qwen2_moe": ("Qwen2MoeConfig", {"moe_intermediate_size": 1408,
+                                                         "shared_expert_intermediate_size": 5632}),
+                       "qwen3_moe": ("Qwen3MoeConfig", {"moe_intermediate_size": 768}),
+                       "deepseek_v2": ("DeepseekV2Config", {"moe_intermediate_size": 1407, "n_shared_experts": 2}),
+                       "deepseek_v3": ("DeepseekV3Config", {"moe_intermediate_size": 2048, "n_shared_experts": 1})}
+"""The expert widths each MoE config class builds where config.json leaves them out (configuration_qwen2_moe.py@5.25.0
+L93-94, configuration_qwen3_moe.py L95, configuration_deepseek_v2.py L107 / L116, configuration_deepseek_v3.py L86 /
+L90): gpuplan read a left-out moe_intermediate_size as intermediate_size and a left-out shared expert as none
+(hostile wave 24c: a tiny Qwen2-MoE 503,936 parameters against the meta-built 4,829,568). Read as built, with a note;
+a stated null is refused (strict int fields, NULL_REFUSED)."""
+
 NULL_REFUSED = {"num_key_value_heads": ("gemma", "gemma2", "gemma3_text", "gpt_oss", "llama4_text", "mistral",
                                         "mixtral", "qwen2_moe", "qwen3_moe"),
                 "head_dim": ("gemma", "gemma2", "gemma3_text", "gpt_oss", "llama4_text", "olmo2", "olmo3", "phi3",
                              "qwen2", "qwen2_moe", "qwen3", "qwen3_moe"),
                 **dict.fromkeys(("kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"),
-                                ("deepseek_v2", "deepseek_v3"))}
+                                ("deepseek_v2", "deepseek_v3")),
+                "moe_intermediate_size": ("qwen2_moe", "qwen3_moe", "deepseek_v2", "deepseek_v3"),
+                "shared_expert_intermediate_size": ("qwen2_moe",), "n_shared_experts": ("deepseek_v2", "deepseek_v3")}
 """The types for which transformers 5.25.0 builds no model from a stated null (review R2 M1 / M2; checked by building
 each on the meta device, tests/test_hostile_w24c.py): the config class refuses it (strict int fields: Gemma, Gemma 2,
 Gemma 3, GPT-OSS, Llama 4, Mistral / Mixtral / Qwen3-MoE K/V heads, Qwen3 head_dim, DeepSeek's MLA widths) or keeps
@@ -56,6 +69,12 @@ def _left_out(cfg: dict[str, Any], model_type: str) -> dict[str, tuple[int, str]
     """{key: (the class default transformers builds, the note saying so)} for the K/V heads / head_dim ``cfg`` leaves
     out where its class fixes another number than gpuplan's own reading and that number builds a runnable model
     (review R2 N1); a default that does not divide the heads is refused here, naming the field and the default."""
+    if model_type in CLASS_EXPERT_WIDTHS:
+        name, widths = CLASS_EXPERT_WIDTHS[model_type]
+        filled = {key: (default, f"{key} left out: {name}'s default {default:,}, as transformers builds it")
+                  for key, default in widths.items() if key not in cfg}
+        if filled:
+            return filled | _left_out({**cfg, **{key: default for key, (default, _) in filled.items()}}, model_type)
     if model_type == "dbrx":  # DbrxAttentionConfig.kv_n_heads = 1 (configuration_dbrx.py@5.25.0): multi-query
         attn = cfg.get("attn_config")
         attn = {} if attn is None else attn

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuplan.adapters.architectures import check_architecture
-from gpuplan.adapters.class_shapes import read_keys
+from gpuplan.adapters.class_shapes import READ_EXPERT_KEYS, read_keys
 from gpuplan.adapters.config_fields import (
     KNOWN_LAYER_TYPES,
     WINDOW_FLAG_TYPES,
@@ -186,7 +186,7 @@ def _moe(cfg: dict[str, Any], num_layers: int) -> tuple[MoESpec | None, tuple[bo
     if not experts:
         if cfg.get("model_type") in MOE_MODEL_TYPES:
             key = next((k for k in ("num_local_experts", "num_experts", "n_routed_experts") if k in cfg),
-                       "num_local_experts")
+                       READ_EXPERT_KEYS.get(cfg["model_type"], ("num_local_experts",))[0])  # the type's own key
             raise InputError(f"config.json: {key}", experts, f"a {cfg['model_type']} model routes to experts: "
                              "a positive integer")
         return None, ()
