@@ -1,13 +1,15 @@
-"""Attention shapes a config.json may leave out only where its config class would build what gpuplan reads.
+"""Attention shapes and expert widths a config.json leaves out or states null, read as its config class builds them.
 
 gpuplan reads a left-out ``num_key_value_heads`` as ``num_attention_heads`` (multi-head) and a left-out ``head_dim`` as
 hidden_size / num_attention_heads, as LlamaConfig builds them. Other classes default the field to a fixed number
 whatever the model's width (transformers 5.25.0, configuration_<type>.py: Qwen2Config num_key_value_heads = 32,
 Qwen3Config head_dim = 128, GemmaConfig 16 and 256, ...), so a config that leaves it out is built with another
 model's shape: a Qwen2 of 8 heads gets 32 K/V heads (its forward fails), one of 64 heads 32 K/V heads (GQA, half
-the KV cache gpuplan would count). As mlp_width does for the MLP width (wave 23 (3)), such a config is refused, naming
-the field and the class default, unless the default is what gpuplan reads. Gemma 3 configs rely on their class
-defaults and hf_config.CONFIG_DEFAULTS fills them, as transformers does.
+the KV cache gpuplan would count). Such a config is read with the class default and a note where that default builds
+a runnable model (review R2 N1: head_dim always, K/V heads where they divide the heads), and refused, naming the field
+and the default, where it does not (the Qwen2 of 8 heads). A stated null transformers builds no model from is refused
+(NULL_REFUSED). Gemma 3 configs rely on their class defaults and hf_config.CONFIG_DEFAULTS fills them, as transformers
+does.
 """
 
 from __future__ import annotations
