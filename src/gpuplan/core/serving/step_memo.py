@@ -14,26 +14,36 @@ from __future__ import annotations
 from collections import OrderedDict
 
 TABLES_LIMIT = 256
-"""Decode tables kept (one per (model, setup, GPU type, TP, context)): the README's sizing answer fills 121, ~115
-batches each (~3 MB for all 256)."""
+"""Decode tables kept (one per (model, setup, GPU type, TP, context)): the README's `infer llama-3.1-8b --rps 20
+--ttft-p99 500ms --tpot 50ms --prompt 2K --output-tokens 512` fills 121, 13,094 steps and 59,668 all-reduce seconds
+in all: 5.97 MB traced (tracemalloc, dropped by clear(); measured s22 G3)."""
+
+ALLREDUCES_LIMIT = 200_000
+"""All-reduce seconds kept over every table together (DecodeTable.allreduces; kernels' NCCL table is capped at
+200,000 keys too): past it the least recently used tables' are dropped (drop_allreduces), to be worked out again
+in one pass if a later answer needs a batch those tables have not timed. Without it one
+`infer pythia-70m ... --max-num-seqs 65536` kept 3.6 M all-reduce entries (+3.6 M per-batch messages) over 119
+tables: 554 MB traced (review s22 R3 M1)."""
+
 
 class DecodeTable:
-    """One replica shape's decode steps: ``steps`` batch -> seconds (roofline.decode_step's total), and the NCCL
-    all-reduces its steps at batches 1..``primed_to`` ask for (``messages``; ``allreduces``: message bytes -> seconds, worked out in
-    one vectorised pass when a step first needs one kernels does not hold; None until then), handed to kernels
-    message by message (jobs/inference/decode_table.hand_allreduces)."""
+    """One replica shape's decode steps: ``steps`` batch -> seconds (roofline.decode_step's total), and the seconds
+    of the NCCL all-reduces its steps at batches 1..``primed_to`` ask for (``allreduces``: message bytes -> seconds,
+    worked out in one vectorised pass when a step first needs one kernels does not hold; None until then or once
+    dropped), handed to kernels message by message (jobs/inference/decode_table.hand_allreduces). A batch's messages
+    are not kept: they are worked out again from the batch (roofline.decode_allreduce_messages)."""
 
-    __slots__ = ("steps", "primed_to", "messages", "allreduces")
+    __slots__ = ("steps", "primed_to", "allreduces")
 
     def __init__(self) -> None:
         self.steps: dict = {}
         self.primed_to = -1
-        self.messages: list = []
-        """The all-reduce message bytes of the step at each batch 1..primed_to (roofline.decode_allreduce_messages)."""
         self.allreduces: dict | None = None
 
 
 _TABLES: OrderedDict[tuple, DecodeTable] = OrderedDict()
+_HELD = [0]
+"""The all-reduce entries held over every table of _TABLES (len of each table's ``allreduces``)."""
 
 
 def decode_table(key: tuple) -> DecodeTable:
@@ -42,12 +52,39 @@ def decode_table(key: tuple) -> DecodeTable:
     if table is None:
         table = _TABLES[key] = DecodeTable()
         if len(_TABLES) > TABLES_LIMIT:
-            _TABLES.popitem(last=False)
+            drop_allreduces(_TABLES.popitem(last=False)[1])
     else:
         _TABLES.move_to_end(key)
     return table
 
 
+def keep_allreduces(table: DecodeTable, seconds: dict) -> None:
+    """``table`` keeps ``seconds`` (message bytes -> seconds) as its ``allreduces``; the least recently used other
+    tables' are dropped while more than ALLREDUCES_LIMIT entries are held (one table alone may hold more: its
+    answer needs them)."""
+    drop_allreduces(table)
+    table.allreduces = seconds
+    _HELD[0] += len(seconds)
+    for other in list(_TABLES.values()):
+        if _HELD[0] <= ALLREDUCES_LIMIT:
+            break
+        if other is not table:
+            drop_allreduces(other)
+
+
+def drop_allreduces(table: DecodeTable) -> None:
+    """Forget ``table``'s all-reduce seconds (its ``primed_to`` stays: they are worked out again when needed)."""
+    if table.allreduces is not None:
+        _HELD[0] -= len(table.allreduces)
+        table.allreduces = None
+
+
+def held_allreduces() -> int:
+    """The all-reduce entries held over every table (at most ALLREDUCES_LIMIT, or one table's own)."""
+    return _HELD[0]
+
+
 def clear() -> None:
     """Forget every table (tests that time the search from nothing)."""
     _TABLES.clear()
+    _HELD[0] = 0

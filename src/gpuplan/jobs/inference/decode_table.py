@@ -25,8 +25,8 @@ def step_times(plan, gpu: Accelerator, tp: int, max_batch: int = 0):
     remembered = SM.decode_table((spec, plan.groups, setup, kv_seq, plan.decode_context, tp, gpu))
     fabric = KR.collective_fabric(gpu, setup.runtime.p2p) if tp > 1 else None  # what tp_allreduce_seconds asks about
     if remembered.primed_to < max_batch:  # the seconds evaluated when first needed (_evaluate)
-        remembered.primed_to, remembered.allreduces = max_batch, None
-        remembered.messages = R.decode_allreduce_messages(spec, setup, range(1, max_batch + 1)) if fabric else []
+        SM.drop_allreduces(remembered)
+        remembered.primed_to = max_batch
     if fabric is not None:  # the prefill's, in the decode steps' pass where kernels has not evaluated them
         missing = [m for m in R.prefill_allreduce_messages(spec, setup, gpu, plan.prompt)
                    if not KR.nccl_all_reduce_known(m, tp, fabric)]
@@ -50,10 +50,11 @@ def step_times(plan, gpu: Accelerator, tp: int, max_batch: int = 0):
 
 def hand_allreduces(remembered: SM.DecodeTable, spec, setup, tp: int, fabric: Accelerator, batch: int) -> None:
     """Before the decode step at ``batch`` is timed: each of its NCCL all-reduce messages
-    (``remembered.messages``, roofline.decode_allreduce_messages) kernels does not hold, handed over from the table's one pass (_evaluate).
+    (roofline.decode_allreduce_messages, worked out again here: not kept) kernels does not hold, handed over from the
+    table's one pass (_evaluate).
     Before, the sizing put those of every batch 1..cap in kernels' table up front (~72,000 keys an answer, most never
     read: ~0.2 s of hashing the part into keys)."""
-    for message in remembered.messages[batch - 1]:
+    for message in R.decode_allreduce_messages(spec, setup, (batch,))[0]:
         if not KR.nccl_all_reduce_known(message, tp, fabric):
             if remembered.allreduces is None:
                 _evaluate(remembered, spec, setup, tp, fabric)
@@ -65,11 +66,12 @@ def _evaluate(remembered: SM.DecodeTable, spec, setup, tp: int, fabric: Accelera
     the messages of the decode steps at batches 1..primed_to, kept as ``remembered.allreduces`` (message bytes ->
     seconds), unless kept already, and over ``extra`` (the prefill's): the seconds of ``extra``, by message. Nothing
     where there is nothing to evaluate."""
-    steps = [] if remembered.allreduces is not None else [m for step in remembered.messages for m in step]
+    steps = [] if remembered.allreduces is not None else [
+        m for step in R.decode_allreduce_messages(spec, setup, range(1, remembered.primed_to + 1)) for m in step]
     if not steps and not extra:
         return {}
     messages = list(dict.fromkeys([*steps, *extra]))
     seconds = dict(zip(messages, KR.nccl_all_reduce_values(messages, tp, fabric)))
-    if remembered.allreduces is None:
-        remembered.allreduces = seconds
+    if remembered.allreduces is None:  # bounded over every table (step_memo.ALLREDUCES_LIMIT)
+        SM.keep_allreduces(remembered, seconds)
     return {m: seconds[m] for m in extra}
