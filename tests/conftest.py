@@ -197,10 +197,11 @@ def time_box():
 
 @pytest.fixture(autouse=True)
 def serving_memos_follow_patches(request):
-    """A test that monkeypatches starts and ends with the serving memos empty (core.serving.roofline._step_constants,
-    core.serving.step_memo): they remember decode steps by the step's inputs, so a patched module constant or rule
-    (GF.GRAPH_KERNEL_S, KR.own_kernel_off) would otherwise read a table made before (or leave one made under) the
-    patch. Nothing is cleared for the other tests, nor when serving was never imported."""
+    """A test that monkeypatches starts and ends with the serving memos empty (core.serving.roofline.clear_memos:
+    _step_constants, _gemm_flops_of, outside_layers' all-gathers by row; core.serving.step_memo): they remember
+    decode steps and their pieces by the step's inputs, so a patched module constant or rule (GF.GRAPH_KERNEL_S,
+    KR.own_kernel_off, roofline.gemm_flops_per_token) would otherwise read a table made before (or leave one made
+    under) the patch. Nothing is cleared for the other tests, nor when serving was never imported."""
     import sys
 
     patches = "monkeypatch" in request.fixturenames
@@ -208,7 +209,7 @@ def serving_memos_follow_patches(request):
     def forget():
         roofline, memo = (sys.modules.get(f"gpuplan.core.serving.{name}") for name in ("roofline", "step_memo"))
         if patches and roofline is not None:
-            roofline._step_constants.cache_clear()
+            roofline.clear_memos()
         if patches and memo is not None:
             memo.clear()
 

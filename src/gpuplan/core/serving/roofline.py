@@ -48,8 +48,21 @@ def gemm_flops_per_token(spec: ModelSpec) -> float:
     return 2.0 * layer_matmul_weights_per_token(spec) + 2.0 * spec.vocab_size * spec.hidden_size
 
 
-_gemm_flops_of = ByIdentity(lru_cache(maxsize=256)(gemm_flops_per_token), 256)
+def _gemm_flops(spec: ModelSpec) -> float:
+    """gemm_flops_per_token, looked up by name at each call: a test's monkeypatch of it is read (clear_memos)."""
+    return gemm_flops_per_token(spec)
+
+
+_gemm_flops_of = ByIdentity(lru_cache(maxsize=256)(_gemm_flops), 256)
 """gemm_flops_per_token by the spec's identity (identity_memo): decode_step's, the same at every batch."""
+
+
+def clear_memos() -> None:
+    """Forget the memos of a step's pieces (_step_constants, _gemm_flops_of, outside_layers' all-gathers by row):
+    a test that monkeypatches a rule they read (tests/conftest.py's serving_memos_follow_patches)."""
+    for memo in (_step_constants, _gemm_flops_of, OL._gathers_by_row):
+        memo.cache_clear()
+    OL._ROWS_BY_PART.clear()
 
 
 @dataclass(frozen=True)
