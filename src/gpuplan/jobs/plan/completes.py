@@ -271,9 +271,23 @@ def largest_step_tokens(plans, which: np.ndarray, tokens_per_second: np.ndarray,
     if checking_offer() or slowdown:  # an offer's re-run (or ``slowdown``): the batch offered is held within it
         best = np.minimum(best, _within_slowdown(*_plan_columns(plans, which, 0), room=best / tokens_per_second)
                           * tokens_per_second)
-    if granule is not None:
-        best = np.array([_aligned(float(b), int(g)) for b, g in zip(best, np.broadcast_to(granule, best.shape))])
-    return float(best[ever].max(initial=0.0))
+    if granule is None:
+        return float(best[ever].max(initial=0.0))
+    return largest_aligned(best, ever, granule)
+
+
+def largest_aligned(best: np.ndarray, ever: np.ndarray, granule) -> float:
+    """max over the rows ``ever`` of _aligned(best, granule) (tokens; 0.0 where none is positive), the largest raw
+    bounds first: _aligned(b, g) <= b (a multiple of the granule at most b, or 0), so once a raw bound is at most
+    the best aligned one no later row beats it. Aligning every row took 122,043 calls, ~1.4 s of CPU, in `train
+    deepseek-v3 --tp 8 --failure-rate 3e-5 --global-batch-tokens 1e12` (helper S, s22); the answer is the same."""
+    grains, top = np.broadcast_to(granule, best.shape), 0.0
+    rows = np.flatnonzero(ever)
+    for i in rows[np.argsort(-best[rows], kind="stable")]:
+        if not best[i] > top:  # NaN sorts last (and aligns to 0); every row from here adds nothing
+            break
+        top = max(top, _aligned(float(best[i]), int(grains[i])))
+    return top
 
 
 def _within_slowdown(mtbi, restart, stall, interval, room) -> np.ndarray:
