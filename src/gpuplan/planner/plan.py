@@ -16,6 +16,7 @@ from gpuplan.core.time.step import StepBreakdown, step_time
 from gpuplan.core.units import SECONDS_PER_DAY, plural
 from gpuplan.errors import InputError, NoLayoutFits
 from gpuplan.planner.fallback import exact_batch_counts, fallback_groups
+from gpuplan.planner.fit_count import counts_that_fit
 from gpuplan.planner.search import Evaluator, LayoutTable, rule_refusal, search_layouts
 from gpuplan.planner.space import RECOMPUTE_MODES, SpaceLimits, batch_target, is_common_size, range_counts
 
@@ -334,8 +335,11 @@ def asked_column(table: LayoutTable, searched: tuple[int, ...], asked: np.ndarra
 def smallest_fitting_count(ev: Evaluator, gpus: int, target_batch: float, max_tp: int,
                            limits: SpaceLimits | None = None) -> int | None:
     """The smallest common cluster size above ``gpus`` (larger_counts) with a layout that fits, from
-    one pruned search over those sizes; None when none does."""
+    one pruned search over those sizes (its fitting counts alone: planner.fit_count); None when none does."""
     counts = larger_counts(gpus)
+    fitting = counts_that_fit(ev, counts, target_batch, max_tp, limits) if counts else None
+    if fitting is not None:
+        return int(fitting[0]) if len(fitting) else None
     rows = search_layouts(ev, counts, target_batch, max_tp, limits) if counts else None
     if rows is None or not len(rows) or not rows["fits"].any():
         return None

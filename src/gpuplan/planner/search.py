@@ -258,6 +258,17 @@ def _fits_any(evaluator: Evaluator, g: dict, modes: tuple[str, ...]) -> np.ndarr
     return fits
 
 
+def micro_batch_runs(grid: dict) -> tuple[np.ndarray, np.ndarray]:
+    """(starts, lengths) of the runs of ``grid``'s rows (non-empty) that differ only in the micro-batch, ascending."""
+    mb, n = grid["micro_batch"], len(grid["micro_batch"])
+    new_run = np.ones(n, dtype=bool)
+    new_run[1:] = mb[1:] <= mb[:-1]
+    for column in (grid[k] for k in ("gpus", "dp", "tp", "pp", "vpp", "cp", "ep", "zero", "global_batch")):
+        new_run[1:] |= column[1:] != column[:-1]
+    starts = np.flatnonzero(new_run)
+    return starts, np.diff(np.append(starts, n))
+
+
 def micro_batch_prefix(evaluator: Evaluator, grid: dict, modes: tuple[str, ...]) -> np.ndarray:
     """Rows of ``grid`` worth evaluating: in each run of rows that differ only in the micro-batch
     (enumerate_layouts lists a structure's micro-batches ascending), those up to and including
@@ -271,17 +282,10 @@ def micro_batch_prefix(evaluator: Evaluator, grid: dict, modes: tuple[str, ...])
     against the full grid. Found per run by galloping then bisection (a few dozen memory
     evaluations of one row per run), not by evaluating every divisor of the batch per rank: a
     1e12-token batch gave llama-2-7b 938,378 layouts, 337 distinct micro-batches up to 244M."""
-    mb = grid["micro_batch"]
-    n = len(mb)
+    n = len(grid["micro_batch"])
     if not n:
         return np.zeros(0, dtype=bool)
-    keys = [grid[k] for k in ("gpus", "dp", "tp", "pp", "vpp", "cp", "ep", "zero", "global_batch")]
-    new_run = np.ones(n, dtype=bool)
-    new_run[1:] = mb[1:] <= mb[:-1]
-    for column in keys:
-        new_run[1:] |= column[1:] != column[:-1]
-    starts = np.flatnonzero(new_run)
-    lengths = np.diff(np.append(starts, n))
+    starts, lengths = micro_batch_runs(grid)
     # low = the leading micro-batches of each run known to fit (a prefix: see above), high = those
     # that may; a run's largest micro-batch is tried first (in most runs of a usual batch all fit),
     # and runs of fewer than MIN_PRUNED_RUN are kept whole (little to save)
@@ -327,12 +331,7 @@ def layouts_to_evaluate(evaluator: Evaluator, counts: tuple[int, ...], target_ba
     limits = limits or SpaceLimits()
     label = label or counts_label(len(counts))
     modes = tuple(m for m in RECOMPUTE_MODES if m in limits.recompute)
-    check_fixed_in_range(limits.fixed, max_tp, limits.max_cp)
-    try:
-        grid = enumerate_layouts(evaluator.spec, counts, evaluator.memory.seq_len, target_batch, max_tp, limits,
-                                 MAX_CANDIDATES // max(1, len(modes)))
-    except InputError as exc:  # its only refusal: past max_rows; named with the counts' label
-        raise InputError(exc.field, label, exc.expected) from None
+    grid = enumerated_layouts(evaluator, counts, target_batch, max_tp, limits, label)
     if not exhaustive:
         grid = _take(grid, micro_batch_prefix(evaluator, grid, modes))
     evaluated = len(grid["gpus"]) * (len(modes) if exhaustive else 1)
@@ -343,6 +342,19 @@ def layouts_to_evaluate(evaluator: Evaluator, counts: tuple[int, ...], target_ba
                          "give fewer GPU counts (--gpus), a smaller global batch or fix some degrees (--tp, --pp, "
                          "--micro-batch)")
     return grid
+
+
+def enumerated_layouts(evaluator: Evaluator, counts: tuple[int, ...], target_batch: float, max_tp: int,
+                       limits: SpaceLimits, label: str) -> dict:
+    """Every layout on ``counts`` before pruning (layouts_to_evaluate's grid), refused naming ``gpus`` by ``label``
+    past MAX_CANDIDATES (x recompute modes) enumerated."""
+    modes = tuple(m for m in RECOMPUTE_MODES if m in limits.recompute)
+    check_fixed_in_range(limits.fixed, max_tp, limits.max_cp)
+    try:
+        return enumerate_layouts(evaluator.spec, counts, evaluator.memory.seq_len, target_batch, max_tp, limits,
+                                 MAX_CANDIDATES // max(1, len(modes)))
+    except InputError as exc:  # its only refusal: past max_rows; named with the counts' label
+        raise InputError(exc.field, label, exc.expected) from None
 
 
 def rule_refusal(spec: ModelSpec, counts: tuple[int, ...], seq_len: int, target_batch: float, max_tp: int,
