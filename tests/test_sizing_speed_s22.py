@@ -46,17 +46,26 @@ def _scalar_evaluations(monkeypatch) -> list:
     return calls
 
 
-@pytest.mark.parametrize("gpu, tp, p2p", [("h100", 2, True), ("h100", 8, False), ("a100-pcie-80gb", 4, True),
-                                          ("mi300x", 8, True), ("gb200", 8, True), ("l40s", 4, False)])
-def test_the_vectorised_pass_gives_the_scalar_floats_bit_for_bit(gpu, tp, p2p):
+def test_the_vectorised_pass_gives_the_scalar_floats_bit_for_bit():
     """kernels.nccl_all_reduce_values and one scalar collective_seconds per message agree exactly (==, not
-    approx): which of the two filled kernels' table first cannot move an answer. 8 KiB .. 64 MiB hidden states of
-    4,096 x 2 bytes a token, the sizes a sizing's decode steps and prefills ask."""
-    fabric = K.collective_fabric(load_accelerator(gpu), p2p)
-    sizes = [4096.0 * 2 * b for b in (1, 2, 3, 7, 64, 333, 512, 1000, 1024, 2048, 4096, 8192)]
-    links = cluster_for(fabric).group(tp)
-    assert K.nccl_all_reduce_values(sizes, tp, fabric) == [float(collective_seconds("all_reduce", s, links))
-                                                           for s in sizes]
+    approx): which of the two filled kernels' table first cannot move an answer. Every catalog part, TP 2, 4 and 8,
+    P2P on and off, over 8 sizes: hidden states of 896 .. 8,192 x 0.5 .. 4 bytes a token, 1 .. 65,536 tokens (the
+    sizes a sizing's decode steps and prefills ask, powers of two among them: log2's floor in collective_seconds;
+    ~2.5 s CPU, a scalar evaluation ~1.3 ms)."""
+    from gpuplan.catalog import hardware_entries
+
+    sizes = [896 * 2.0, 2048 * 0.5 * 3, 5120 * 1.0 * 64, 7168 * 2.0 * 333, 8192 * 2.0 * 512, 4096 * 4.0 * 1000,
+             8192 * 1.0 * 4099, 4096 * 2.0 * 65536]
+    compared = 0
+    for part in hardware_entries():
+        for p2p in (True, False):
+            fabric = K.collective_fabric(load_accelerator(part), p2p)
+            for tp in (2, 4, 8):
+                links = cluster_for(fabric).group(tp)
+                assert K.nccl_all_reduce_values(sizes, tp, fabric) == [
+                    float(collective_seconds("all_reduce", s, links)) for s in sizes], (part, p2p, tp)
+                compared += len(sizes)
+    assert compared == len(hardware_entries()) * 2 * 3 * 8
 
 
 def _unprimed_decode(plan, gpu, tp, batch):
@@ -69,14 +78,18 @@ def _unprimed_decode(plan, gpu, tp, batch):
                          **common).total
 
 
-@pytest.mark.parametrize("which, tp", [("plain", 2), ("no_p2p", 4), ("draft", 2), ("chunked", 8)])
-def test_the_sizers_steps_are_the_exhaustive_ones(plans, monkeypatch, which, tp):
+@pytest.mark.parametrize("which, tp, part", [("plain", 2, "h100"), ("no_p2p", 4, "h100"), ("draft", 2, "h100"),
+                                             ("chunked", 8, "h100"), ("plain", 4, "l40s"), ("no_p2p", 2, "l40s"),
+                                             ("plain", 8, "a100-pcie-80gb"), ("draft", 4, "mi300x")])
+def test_the_sizers_steps_are_the_exhaustive_ones(plans, monkeypatch, which, tp, part):
     """jobs/inference/decode_table.step_times (the sizer's: all-reduces handed over one batch at a time from one
     vectorised pass) against each step timed alone with every all-reduce evaluated one by one: equal floats at
-    batches 1, 7, 64 and the cap 300, with no scalar evaluation on the sizer's side (the prefill's included)."""
+    batches 1, 2, 7, 33, 64, 129, 255 and the cap 300, with no scalar evaluation on the sizer's side (the prefill's
+    included), on NVLink (h100), PCIe-only parts (l40s, a100-pcie-80gb: kernels.collective_fabric, tp_span.on_pcie;
+    TP 8 past the PCIe switch) and Infinity Fabric (mi300x)."""
     from gpuplan.jobs.inference.decode_table import step_times
 
-    plan, gpu, batches = plans[which], load_accelerator("h100"), (1, 7, 64, 300)
+    plan, gpu, batches = plans[which], load_accelerator(part), (1, 2, 7, 33, 64, 129, 255, 300)
     K._NCCL_ALL_REDUCE_SECONDS.clear()
     step_memo.clear()
     calls = _scalar_evaluations(monkeypatch)
@@ -196,3 +209,72 @@ def test_step_constants_are_found_by_identity_and_cleared_with_the_lru(plans):
     assert R._step_constants(*args) == R._step_constants_of(*args)
     R._step_constants.cache_clear()
     assert R._step_constants.by_id == {} and R._step_constants.cache_info().currsize == 0
+
+
+def test_the_all_reduce_seconds_kept_across_answers_are_bounded(plans, monkeypatch):
+    """step_memo.ALLREDUCES_LIMIT bounds the all-reduce seconds the decode tables keep over all of them (review s22
+    R3 M1: one --max-num-seqs 65536 answer kept 3.6 M, 554 MB). With the limit at 1,000, three tables (TP 2, 4, 8)
+    of a cap of 600 hold 601 each (600 decode messages of 4,096 x 2 bytes x the batch and the prefill's): the second
+    drops the first's, the third the second's, so 601 are held. A dropped table's next step works its 600 decode
+    messages out again (kernels holds the prefill's; the same floats as the step timed alone). No batch's messages are kept (worked out again from the batch)."""
+    from gpuplan.jobs.inference.decode_table import step_times
+
+    plan, gpu = plans["plain"], load_accelerator("h100")
+    monkeypatch.setattr(step_memo, "ALLREDUCES_LIMIT", 1000)
+    decodes = {}
+    for tp in (2, 4, 8):
+        decodes[tp] = step_times(plan, gpu, tp, 600)[1]
+        decodes[tp](600)
+        assert step_memo.held_allreduces() == 601
+    tables = list(step_memo._TABLES.values())
+    assert [t.allreduces is not None for t in tables] == [False, False, True]
+    assert [len(t.allreduces or {}) for t in tables] == [0, 0, 601]
+    assert not any(hasattr(t, "messages") for t in tables)
+    again = decodes[2](300)  # tp 2's seconds dropped: one pass again, tp 8's dropped
+    assert [len(t.allreduces or {}) for t in tables] == [600, 0, 0] and step_memo.held_allreduces() == 600
+    assert again == _unprimed_decode(plan, gpu, 2, 300)
+
+
+def test_the_default_limit_holds_a_large_cap_answer(plans):
+    """Six tables of a 65,536-sequence cap (TP 2, 4, 8 on h100 and a100) each hold 65,536 all-reduce seconds while
+    their answer runs (the 3,840-token prefill's message is batch 3,840's); over all of them at most step_memo.ALLREDUCES_LIMIT (200,000: three tables) stay held."""
+    from gpuplan.jobs.inference.decode_table import step_times
+
+    plan = plans["plain"]
+    K._NCCL_ALL_REDUCE_SECONDS.clear()
+    step_memo.clear()
+    for part in ("h100", "a100"):
+        for tp in (2, 4, 8):
+            step_times(plan, load_accelerator(part), tp, 65536)[1](65536)
+    held = [len(t.allreduces or {}) for t in step_memo._TABLES.values()]
+    assert held == [0, 0, 0, 65536, 65536, 65536] and step_memo.held_allreduces() == 3 * 65536 <= 200_000
+    K._NCCL_ALL_REDUCE_SECONDS.clear()
+    step_memo.clear()
+
+
+@pytest.fixture(scope="module")
+def unpatched(plans):
+    """The decode step at batch 512 (TP 1, h100) and the all-gather of 3 rows of 4,096 bytes over TP 2, set up
+    before the test's monkeypatch: the memos hold the spec's GEMM FLOPs and the part's all-gathers by row."""
+    from gpuplan.core.serving import outside_layers as OL
+
+    gpu = load_accelerator("h100")
+    return _unprimed_decode(plans["plain"], gpu, 1, 512), OL._all_gather_seconds(3, 4096, 2, gpu)
+
+
+def test_a_patched_gemm_flops_or_all_gather_is_read(plans, unpatched, monkeypatch):
+    """tests/conftest.py's serving_memos_follow_patches empties roofline._gemm_flops_of and
+    outside_layers._ROWS_BY_PART (roofline.clear_memos) as it does _step_constants: gemm_flops_per_token at 100x
+    moves the compute-bound step at batch 512 (review s22 R3 N1: 0.097 -> 1.058 s; here more than 5x), and a
+    patched _gathers_by_row (7 s a row count) is what _all_gather_seconds reads."""
+    import numpy as np
+
+    from gpuplan.core.serving import outside_layers as OL
+
+    step, gather = unpatched
+    real = R.gemm_flops_per_token
+    monkeypatch.setattr(R, "gemm_flops_per_token", lambda spec: 100 * real(spec))
+    monkeypatch.setattr(OL, "_gathers_by_row", lambda *args: np.full(OL._GATHER_ROWS, 7.0))
+    gpu = load_accelerator("h100")
+    assert _unprimed_decode(plans["plain"], gpu, 1, 512) > 5 * step
+    assert OL._all_gather_seconds(3, 4096, 2, gpu) == 7.0 != gather
