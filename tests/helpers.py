@@ -266,3 +266,19 @@ def debugmodel_config(folder: Path) -> str:
         "num_attention_heads": 16, "num_key_value_heads": 16, "num_hidden_layers": 6, "vocab_size": 2048,
         "max_position_embeddings": 2048, "tie_word_embeddings": False, "hidden_act": "silu", "rms_norm_eps": 1e-5}))
     return str(path)
+
+
+def scalar_collective_evaluations(monkeypatch) -> list:
+    """A spy on core.serving.kernels.collective_seconds recording each scalar (one message) evaluation, in bytes
+    (tests/test_slow_asks_w16.py, tests/test_sizing_speed_s22.py: which all-reduces a sizing works out one by one)."""
+    from gpuplan.core.serving import kernels
+
+    calls, real = [], kernels.collective_seconds
+
+    def spy(kind, message, links):
+        if getattr(message, "ndim", 0) == 0:
+            calls.append(float(message))
+        return real(kind, message, links)
+
+    monkeypatch.setattr(kernels, "collective_seconds", spy)
+    return calls

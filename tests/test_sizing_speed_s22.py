@@ -18,6 +18,7 @@ from gpuplan.core.serving import roofline as R
 from gpuplan.core.serving import step_memo
 from gpuplan.core.serving.identity_memo import ByIdentity
 from gpuplan.core.serving.load import LoadTarget, max_rate, replica_at
+from helpers import scalar_collective_evaluations
 
 
 def _plan(**given):
@@ -31,19 +32,6 @@ def _plan(**given):
 def plans():
     return {"plain": _plan(), "no_p2p": _plan(p2p=False), "chunked": _plan(prompt="2K", prefill_tokens=512, p2p=False),
             "draft": _plan(speculative="draft", draft_model="llama-3.2-1b", p2p=False)}
-
-
-def _scalar_evaluations(monkeypatch) -> list:
-    """A spy on kernels.collective_seconds recording each scalar (one message) evaluation."""
-    calls, real = [], K.collective_seconds
-
-    def spy(kind, message, links):
-        if getattr(message, "ndim", 0) == 0:
-            calls.append(float(message))
-        return real(kind, message, links)
-
-    monkeypatch.setattr(K, "collective_seconds", spy)
-    return calls
 
 
 def test_the_vectorised_pass_gives_the_scalar_floats_bit_for_bit():
@@ -92,7 +80,7 @@ def test_the_sizers_steps_are_the_exhaustive_ones(plans, monkeypatch, which, tp,
     plan, gpu, batches = plans[which], load_accelerator(part), (1, 2, 7, 33, 64, 129, 255, 300)
     K._NCCL_ALL_REDUCE_SECONDS.clear()
     step_memo.clear()
-    calls = _scalar_evaluations(monkeypatch)
+    calls = scalar_collective_evaluations(monkeypatch)
     prefill, decode = step_times(plan, gpu, tp, 300)
     fast = [decode(b) for b in batches]
     assert calls == []  # nothing evaluated alone: the decode steps' and the prefill's in the one pass

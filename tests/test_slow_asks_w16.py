@@ -2,7 +2,8 @@
 
 `infer llama-3.1-8b --rps 5 --speculative draft --draft-model llama-3.2-1b --no-p2p` took ~10-12 s (~3-4 s with
 P2P): the sizer primes the NCCL all-reduces of the target's decode steps for every batch it may ask
-(core.serving.roofline.prime_decode_allreduces, one vectorised pass), but not those of the proposer's draft steps
+(then core.serving.roofline.prime_decode_allreduces, one vectorised pass; since the twenty-second session
+jobs/inference/decode_table.py's pass per (GPU type, TP)), but not those of the proposer's draft steps
 (decode_step's plain setup: the draft's hidden size, one token a sequence), so each draft all-reduce NCCL takes was
 evaluated alone (~0.5 ms each; 17,017 of them in that ask). Without P2P every all-reduce is NCCL's
 (kernels.custom_allreduce_limit: no custom kernel), so the ask paid for all of them. The guard counts the scalar
@@ -17,6 +18,7 @@ from gpuplan.core.serving import kernels as K
 from gpuplan.core.serving import kv_cache
 from gpuplan.core.serving import roofline as R
 from gpuplan.core.serving import step_memo
+from helpers import scalar_collective_evaluations
 
 
 def _plan(**given):
@@ -33,19 +35,6 @@ def plans():
             "draft_p2p": _plan(speculative="draft", draft_model="llama-3.2-1b")}
 
 
-def _scalar_evaluations(monkeypatch) -> list:
-    """A spy on kernels.collective_seconds recording each scalar (one message) evaluation."""
-    calls, real = [], K.collective_seconds
-
-    def spy(kind, message, links):
-        if getattr(message, "ndim", 0) == 0:
-            calls.append(float(message))
-        return real(kind, message, links)
-
-    monkeypatch.setattr(K, "collective_seconds", spy)
-    return calls
-
-
 @pytest.mark.parametrize("which, tp", [("draft", 2), ("eagle", 4), ("draft_p2p", 8)])
 def test_the_sizers_decode_steps_find_every_all_reduce_primed(plans, monkeypatch, which, tp):
     """Every batch 1..64 the rate search may ask on 2-8 H100s: not one all-reduce of the target's verify step or of
@@ -58,7 +47,7 @@ def test_the_sizers_decode_steps_find_every_all_reduce_primed(plans, monkeypatch
     assert plan.setup.speculation.draft is not None  # a proposer with steps of its own (decode_step's draft branch)
     K._NCCL_ALL_REDUCE_SECONDS.clear()
     _, decode = _step_times(plan, gpu, tp, 64)
-    calls = _scalar_evaluations(monkeypatch)
+    calls = scalar_collective_evaluations(monkeypatch)
     steps = [decode(batch) for batch in range(1, 65)]
     assert calls == []
     assert all(later >= earlier for earlier, later in zip(steps, steps[1:]))
@@ -79,7 +68,7 @@ def test_primed_draft_steps_time_what_the_unprimed_ones_did(plans, monkeypatch, 
     batches = (1, 3, 17, 64)
     got = [primed(b) for b in batches]
     K._NCCL_ALL_REDUCE_SECONDS.clear()
-    calls = _scalar_evaluations(monkeypatch)
+    calls = scalar_collective_evaluations(monkeypatch)
     common = dict(tp=tp, pp=1, **R.gpu_keywords(gpu, plan.setup))
     kv_seq = kv_cache.kv_layout(plan.spec, plan.setup.kv_bytes, tp, 1, plan.setup.block_size).bytes_per_sequence(
         plan.decode_context)
