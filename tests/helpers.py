@@ -282,3 +282,16 @@ def scalar_collective_evaluations(monkeypatch) -> list:
 
     monkeypatch.setattr(kernels, "collective_seconds", spy)
     return calls
+
+
+def bisected_rate(ok, prefill_s: float):
+    """core.serving.load.max_rate's bisection over a rate predicate ``ok`` (a ReplicaLoad or None), from a trickle
+    (1e-6 requests/s) up to the prompt queue's limit 1 / prefill_s, to 1e-4 relative: the reference searches the
+    sizing tests compare max_rate with (test_serving_sizing_search, test_sizing_speed_s22)."""
+    if ok(1e-6) is None:
+        return None
+    lo, hi = 1e-6, 1.0 / prefill_s
+    while hi - lo > 1e-4 * lo:
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if ok(mid) is not None else (lo, mid)
+    return ok(lo)

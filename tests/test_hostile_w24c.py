@@ -32,6 +32,13 @@ def _config(model_type: str, **fields) -> dict:
     return {"model_type": model_type, **BASE, **(moe if model_type in MOE_TYPES else {}), **fields}
 
 
+def _written(folder, config: dict):
+    """``config`` written as ``folder``/config.json, the path a door is given."""
+    path = folder / "config.json"
+    path.write_text(json.dumps(config), encoding="utf-8")
+    return path
+
+
 def _meta_model(config: dict):
     """transformers' model of ``config`` on the meta device (AutoConfig.for_model then from_config), or the exception
     it raises (the config class's or the build's)."""
@@ -96,8 +103,7 @@ def test_m1_a_null_the_class_fills_is_answered_as_built(model_type, key, other, 
 
 def test_m1_every_door_gives_the_same_line(run_cli, client, tmp_path):
     config = _config("mistral", num_key_value_heads=None)
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps(config), encoding="utf-8")
+    path = _written(tmp_path, config)
     line = ("error: config.json: num_key_value_heads: got 'null'; a mistral config must give a positive integer: "
             "transformers 5.25.0 builds no model from a null one\n")
     for job in (("memory", str(path), "--gpus", "1"), ("infer", "--model", str(path)),
@@ -124,8 +130,7 @@ def test_m2_a_null_mla_width_is_refused(key):
 def test_m3_a_left_out_q_lora_rank_is_refused_naming_the_default(run_cli, tmp_path):
     config = {k: v for k, v in DEEPSEEK.items() if k != "q_lora_rank"}
     assert _meta_model(config).model.layers[0].self_attn.q_a_proj.weight.shape[0] == 1536  # what transformers builds
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps(config), encoding="utf-8")
+    path = _written(tmp_path, config)
     line = ("error: config.json: q_lora_rank: got no value; a deepseek_v3 config must state it: transformers would "
             "build DeepseekV3Config's default 1,536 (give \"q_lora_rank\": null for queries without compression)\n")
     assert field_refusal(run_cli("memory", str(path), "--gpus", "1"), "config.json: q_lora_rank") == line
@@ -249,16 +254,14 @@ def test_n1_a_left_out_shape_is_read_as_built_with_a_note(run_json, tmp_path, co
     assert (spec.attention.num_kv_heads, spec.attention.head_dim) == (kv, head_dim)
     assert total == _parameters(model)
     assert note in spec.notes
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps(config), encoding="utf-8")
+    path = _written(tmp_path, config)
     assert note in run_json("memory", str(path), "--gpus", "1")["notes"]
 
 
 def test_n1_a_default_that_does_not_divide_the_heads_is_refused(run_cli, tmp_path):
     config = {"model_type": "qwen2", "hidden_size": 128, "num_attention_heads": 8, "num_hidden_layers": 2,
               "intermediate_size": 256, "vocab_size": 1000}
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps(config), encoding="utf-8")
+    path = _written(tmp_path, config)
     line = ("error: config.json: num_key_value_heads: got no value; a qwen2 config must state it: transformers would "
             "build Qwen2Config's default 32, which does not divide num_attention_heads (8)\n")
     assert field_refusal(run_cli("memory", str(path), "--gpus", "1"), "config.json: num_key_value_heads") == line

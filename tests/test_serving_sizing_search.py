@@ -1,6 +1,6 @@
 """The serving sizer's rate search: the early stop once the sequences in flight pass the KV
 capacity, and the vectorised NCCL all-reduce table it reads, change no answer (core/serving/load.py,
-core/serving/kernels.py nccl_all_reduce_seconds / prime_nccl_all_reduce)."""
+core/serving/kernels.py nccl_all_reduce_seconds / nccl_all_reduce_values)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from gpuplan.core.comm.collectives import collective_seconds
 from gpuplan.core.comm.topology import cluster_for
 from gpuplan.core.serving import kernels as K
 from gpuplan.core.serving.load import LoadTarget, max_rate, replica_at
+from helpers import bisected_rate
 
 
 def linear_decode(batch: int) -> float:
@@ -42,13 +43,7 @@ def max_rate_without_the_stop(target, prefill_s, decode_s, output, capacity):
         load = replica_at(rate, prefill_s, decode_s, output)
         return load if load and load.meets(target) and load.in_flight <= capacity else None
 
-    if unlimited_ok(1e-6) is None:
-        return None
-    lo, hi = 1e-6, 1 / prefill_s
-    while hi - lo > 1e-4 * lo:
-        mid = (lo + hi) / 2
-        lo, hi = (mid, hi) if unlimited_ok(mid) else (lo, mid)
-    return unlimited_ok(lo)
+    return bisected_rate(unlimited_ok, prefill_s)
 
 
 def test_max_rate_with_the_capacity_stop_equals_the_answer_without_it():
@@ -100,7 +95,8 @@ def test_primed_all_reduce_table_holds_the_scalar_answers(gpu, tp):
     fabric = load_accelerator(gpu)
     sizes = [4096.0 * 2 * b for b in (1, 7, 64, 333, 1024, 4096)]  # 8 KiB .. 32 MiB hidden states
     K._NCCL_ALL_REDUCE_SECONDS.clear()
-    K.prime_nccl_all_reduce(sizes, tp, fabric)
+    for size, seconds in zip(sizes, K.nccl_all_reduce_values(sizes, tp, fabric)):  # the sizing's pass, handed over
+        K.remember_nccl_all_reduce(size, tp, fabric, seconds)
     links = cluster_for(fabric).group(tp)
     for size in sizes:
         scalar = float(collective_seconds("all_reduce", size, links))

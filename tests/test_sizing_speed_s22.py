@@ -18,7 +18,7 @@ from gpuplan.core.serving import roofline as R
 from gpuplan.core.serving import step_memo
 from gpuplan.core.serving.identity_memo import ByIdentity
 from gpuplan.core.serving.load import LoadTarget, max_rate, replica_at
-from helpers import scalar_collective_evaluations
+from helpers import bisected_rate, scalar_collective_evaluations
 
 
 def _plan(**given):
@@ -132,13 +132,7 @@ def max_rate_every_probe_timed(target, prefill_s, decode_s, output, capacity, pa
         load = replica_at(rate, prefill_s, decode_s, output, capacity, path_s)
         return load if load and load.meets(target) and load.in_flight <= capacity else None
 
-    if ok(1e-6) is None:
-        return None
-    lo, hi = 1e-6, 1.0 / prefill_s
-    while hi - lo > 1e-4 * lo:
-        mid = (lo + hi) / 2
-        lo, hi = (mid, hi) if ok(mid) is not None else (lo, mid)
-    return ok(lo)
+    return bisected_rate(ok, prefill_s)
 
 
 @pytest.mark.parametrize("ttft, tpot, capacity", [(0.5, 0.05, 256), (0.06, 0.05, 256), (0.03, 1.0, 64),

@@ -311,17 +311,6 @@ def nccl_all_reduce_seconds(message_bytes: float, tp: int, fabric: Accelerator) 
     return found
 
 
-def prime_nccl_all_reduce(messages, tp: int, fabric: Accelerator) -> None:
-    """Evaluate NCCL's all-reduce for every size in ``messages`` (bytes) over ``tp`` GPUs of
-    ``fabric`` in one vectorised call, so nccl_all_reduce_seconds finds them: the same values, one
-    numpy pass instead of one per size."""
-    if tp <= 1:
-        return
-    sizes = [m for m in dict.fromkeys(float(m) for m in messages) if (m, tp, fabric) not in _NCCL_ALL_REDUCE_SECONDS]
-    if sizes:
-        _remember(dict(zip(((m, tp, fabric) for m in sizes), nccl_all_reduce_values(sizes, tp, fabric))))
-
-
 def nccl_all_reduce_values(messages: list[float], tp: int, fabric: Accelerator) -> list[float]:
     """nccl_all_reduce_seconds of each of ``messages`` (bytes) over ``tp`` GPUs of ``fabric``, in one vectorised call
     and not remembered: the caller keeps them and hands over those it uses (remember_nccl_all_reduce). The same

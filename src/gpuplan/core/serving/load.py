@@ -50,7 +50,12 @@ class ReplicaLoad:
     in_flight: float
 
     def meets(self, target: LoadTarget) -> bool:
-        return self.ttft_p99 <= target.ttft_p99 * (1 + 1e-9) and self.tpot <= target.tpot * (1 + 1e-9)
+        return within(self.ttft_p99, target.ttft_p99) and within(self.tpot, target.tpot)
+
+
+def within(seconds: float, limit: float) -> bool:
+    """``seconds`` meets ``limit`` up to a relative 1e-9 (floating-point noise of the fixed point)."""
+    return seconds <= limit * (1 + 1e-9)
 
 
 def queue_wait(prefill_s: float, rho: float) -> tuple[float, float]:
@@ -106,7 +111,7 @@ def max_rate(target: LoadTarget, prefill_s: float, decode_s: Callable[[int], flo
         # the TTFT p99 reads no decode step (replica_at's, as ReplicaLoad.meets compares it): a rate it rules out
         # times none (508 of the README sizing's 2,089 probes; docs/performance.md, 'Serving sizing')
         rho = rate * prefill_s
-        if rho < 1 and first_token_seconds(prefill_s, rho, path_s)[1] > target.ttft_p99 * (1 + 1e-9):
+        if rho < 1 and not within(first_token_seconds(prefill_s, rho, path_s)[1], target.ttft_p99):
             return None
         load = replica_at(rate, prefill_s, decode_s, output, max_sequences, path_s)
         return load if load and load.meets(target) and load.in_flight <= max_sequences else None

@@ -227,10 +227,10 @@ def decode_allreduce_messages(spec: ModelSpec, setup: ServingSetup, batches) -> 
     ar_bytes = allreduce_dtype(setup.fmt.compute_dtype, setup.fmt.name)[0]
     positions = decode_positions(setup)
     draft = setup.speculation.draft if setup.speculation is not None else None
+    own = [float(allreduce_message_bytes(spec, b * positions, ar_bytes)) for b in batches]
     if draft is None:
-        return [(float(allreduce_message_bytes(spec, b * positions, ar_bytes)),) for b in batches]
-    return [(float(allreduce_message_bytes(spec, b * positions, ar_bytes)), float(allreduce_message_bytes(draft, b, ar_bytes)))
-            for b in batches]
+        return [(message,) for message in own]
+    return [(message, float(allreduce_message_bytes(draft, b, ar_bytes))) for message, b in zip(own, batches)]
 
 
 def prefill_allreduce_messages(spec: ModelSpec, setup: ServingSetup, fabric: Accelerator | None,
