@@ -20,7 +20,10 @@ from __future__ import annotations
 
 from pydantic import model_validator
 
+from gpuplan.adapters.resolve import resolve_gpu
 from gpuplan.errors import InputError
+from gpuplan.planner.framework_rules import shard_group_refusal
+from gpuplan.report.model import Assumption
 from gpuplan.schema import vocabulary as V
 from gpuplan.schema.partition_activations import PartitionActivationsFields
 
@@ -40,8 +43,6 @@ def check_shard_group(framework: str, zero: int | None, shard_group: int | str |
     """InputError naming shard_group where ``framework`` does not run ZeRO ``zero`` (None: the planner's choice)
     with a shard group (planner.framework_rules.shard_group_refusal); ``fixed_layout``: the command takes the
     layout as given (`memory`), where auto (a search) is refused."""
-    from gpuplan.planner.framework_rules import shard_group_refusal
-
     if shard_group is None:
         return
     if fixed_layout and searches_shard_groups(shard_group):
@@ -66,8 +67,6 @@ class ShardGroupFields(PartitionActivationsFields):
 def shard_group_assumption(inputs, layout=None) -> tuple:
     """The assumption line where a shard group is given (none otherwise: every data-parallel rank shards);
     ``layout``: the plan's (its dp x cp names the replicas)."""
-    from gpuplan.report.model import Assumption
-
     group = getattr(inputs, "shard_group", None)
     if group is None:
         return ()
@@ -90,18 +89,16 @@ def _node_of(inputs) -> int | None:
     if getattr(inputs, "gpus_per_node", None):
         return inputs.gpus_per_node
     try:
-        from gpuplan.adapters.resolve import resolve_gpu
-
-        return resolve_gpu(inputs.gpu).devices_per_node
-    except Exception:  # noqa: BLE001 -- an accelerator already refused elsewhere: the wording only loses the case
+        return resolve_gpu(getattr(inputs, "gpu", None)).devices_per_node
+    except InputError:  # resolve_gpu's one refusal (no name, not the catalog's): the job refused it already
         return None
 
 
 def _searched_assumption(layout, node: int | None = None) -> tuple:
     """The assumption line of --shard-group auto: the group the planner chose for ``layout`` (or plain sharding,
     or ZeRO 0, or no candidate group: planner.shard_group_search.node_groups of its dp x cp on ``node``-GPU nodes)."""
-    from gpuplan.planner.shard_group_search import node_groups
-    from gpuplan.report.model import Assumption
+    from gpuplan.planner.shard_group_search import node_groups  # lazy, not for a cycle (import_cycles.py lists none
+    # with it at the top): it loads numpy, which the schemas, train --help and a refusal never load (test_startup)
 
     group = getattr(layout, "shard_group", None)
     data = layout.dp * layout.cp if layout is not None else None

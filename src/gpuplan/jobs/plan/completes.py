@@ -127,7 +127,8 @@ def _group_plans(inputs, evaluator, settings, table, first: int) -> list[tuple[f
 
     tp, pp, gpus = int(table["tp"][first]), int(table["pp"][first]), float(table["gpus"][first])
     if getattr(inputs, "framework", None) == "deepspeed":  # the row's MiCS group (auto: its column), as the budget
-        settings = replace(settings, checkpoint_writer_group=_mics_group(inputs, table, first) or None)  # of its layout
+        group = int(_mics_groups(inputs, table, np.array([first]))[0])  # of its layout
+        settings = replace(settings, checkpoint_writer_group=group or None)
     work = inputs.tokens / float(table["tokens_per_second"][first])
     node = inputs.node_accelerator(evaluator.cluster.gpu)  # --gpus-per-node: the nodes that write checkpoints, as
     # the budget's Failures section and its deadline solve count them (jobs.budget.estimate.failures_for_deadline)
@@ -139,21 +140,17 @@ def _group_plans(inputs, evaluator, settings, table, first: int) -> list[tuple[f
     return _plans_of(run, settings, gpus)
 
 
-def _mics_groups(inputs, table) -> np.ndarray:
-    """Each row's DeepSpeed MiCS shard group, whose data-parallel ranks (x tp x pp) write the checkpoint
-    (core.economics.checkpoint.mics_writer_group); 0 where every rank writes: another framework or no group."""
+def _mics_groups(inputs, table, rows: np.ndarray | None = None) -> np.ndarray:
+    """The DeepSpeed MiCS shard group of each row of ``table`` (``rows``: of those only), whose data-parallel ranks
+    (x tp x pp) write the checkpoint (core.economics.checkpoint.mics_writer_group); 0 where every rank writes:
+    another framework or no group."""
+    count = len(table) if rows is None else len(rows)
     if getattr(inputs, "framework", None) != "deepspeed":
-        return np.zeros(len(table), np.int64)
+        return np.zeros(count, np.int64)
     if "shard_group" in table.columns:  # --shard-group auto: each row's own (0: plain sharding)
-        return table["shard_group"].astype(np.int64)
-    return np.full(len(table), fixed_shard_group(getattr(inputs, "shard_group", None)) or 0, np.int64)
-
-
-def _mics_group(inputs, table, i: int) -> int:
-    """_mics_groups' entry for row ``i`` of ``table`` under DeepSpeed."""
-    if "shard_group" in table.columns:
-        return int(table["shard_group"][i])
-    return fixed_shard_group(getattr(inputs, "shard_group", None)) or 0
+        groups = table["shard_group"]
+        return (groups if rows is None else groups[rows]).astype(np.int64)
+    return np.full(count, fixed_shard_group(getattr(inputs, "shard_group", None)) or 0, np.int64)
 
 
 def _plans_of(run, settings, gpus: float) -> list[tuple[float, float, float, float]]:
