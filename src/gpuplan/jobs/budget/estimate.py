@@ -107,13 +107,13 @@ def _recompute(plan, inputs) -> str:
 # The answer-first view of `gpuplan train`: the article's numbers first (FLOPs, GPU-days, GPUs or
 # days, MFU), then the layout and memory verdict, the time with allowances, and the money.
 TRAIN_HEADLINE = ("flops_used", "gpu_days", "gpus", "gpus_compute_only", "wall_days", "mfu", "batch_ramp",
-                  "mem_layout", "mem_peak_total", "mem_fits", "wall_days_with_comm", "gpu_hours_with_comm", "eval_wall_seconds",
-                  "fail_wall_seconds", "cost_on_demand_usd",
+                  "mem_layout", "shard_group_auto", "mem_peak_total", "mem_fits", "wall_days_with_comm",
+                  "gpu_hours_with_comm", "eval_wall_seconds", "fail_wall_seconds", "cost_on_demand_usd",
                   "cost_spot_usd", "budget_gpu_hours", "budget_usd_on_demand", "budget_usd_spot")
 BUDGET_HEADLINE = ("cost_price_on_demand", "cost_price_spot", "cost_on_demand_usd", "cost_spot_usd",
                    "cost_spot_saving", "contingency_total", "budget_gpu_hours", "budget_usd_on_demand",
-                   "budget_usd_spot", "fail_goodput", "fail_wall_seconds", "gpus", "batch_ramp", "wall_days_with_comm",
-                   "ckpt_interval_seconds", "io_bound")
+                   "budget_usd_spot", "fail_goodput", "fail_wall_seconds", "gpus", "shard_group_auto", "batch_ramp",
+                   "wall_days_with_comm", "ckpt_interval_seconds", "io_bound")
 
 
 def with_cost_headline(report: Report) -> Report:

@@ -28,10 +28,10 @@ from gpuplan.jobs.plan import search as plan_search  # called through the module
 from gpuplan.jobs.plan.fallbacks_told import (group_count_note, idle_reason, plan_counts_without_layout,
                                            plan_fallback_note)
 from gpuplan.jobs.plan.search import PlanSearch, chosen_plan, idle_told
+from gpuplan.jobs.plan.ranked_columns import with_ranked_columns as _with_ranked_columns  # tests import this name
 from gpuplan.jobs.plan.shard_group_told import shard_group_line
 from gpuplan.jobs.training.batch_ramp import ramp_input, ramp_line, ramp_notes, ramp_on
-from gpuplan.planner.plan import (Plan, layout_text, ranked_cost, ranked_seconds_per_token, ranking,
-                                  row_layout, seconds_per_sequence)
+from gpuplan.planner.plan import Plan, layout_text, ranking, row_layout
 from gpuplan.planner.search import LayoutTable, pareto_front
 from gpuplan.planner.space import RECOMPUTE_MODES
 from gpuplan.report.model import Assumption, Line, Report, Section, Table
@@ -82,17 +82,6 @@ def _untimed_note(t: LayoutTable, shown) -> tuple[str, ...]:
         return ()
     return ("batch ramp: rows marked '>=' were not timed through the ramp (no ranking put them near the top): their "
             "days, GPU-hours and cost are the steady ones, a lower bound (a smaller batch is no faster per token)",)
-
-
-def _with_ranked_columns(t: LayoutTable) -> LayoutTable:
-    """The table with the ranking's time in days (ranked_days: days x ranked / failure-free seconds per token,
-    planner.plan.ranked_seconds_per_token) and cost with the same failure share (ranked_cost, as --rank-by cost
-    compares it): the Pareto front's objectives, so a count fast only before failures is not on it (wave 7:
-    405B over 1-10000000 GPUs listed 262,144 to 2,097,152, 7,910 days with failures at the last)."""
-    ramp = t["ramp_factor"] if "ramp_factor" in t.columns else 1.0  # in days and in the ranking's time: once
-    t.columns["ranked_days"] = t["days"] * (ranked_seconds_per_token(t) / seconds_per_sequence(t)) / ramp
-    t.columns["ranked_cost"] = ranked_cost(t, t["cost"])
-    return t
 
 
 def _point_fastest_note(t: LayoutTable, best: int, rank_by: str, layout_of=()) -> tuple[str, ...]:

@@ -1,15 +1,79 @@
-"""The line `plan --shard-group auto` adds to its recommendation: which shard group the ranking chose (or plain
+"""The line `plan --shard-group auto` adds to its recommendation, and `train` / `budget` to their layout section
+(training_shard_group_line: plan's line of the same search): which shard group the ranking chose (or plain
 sharding), what the best layout of the other kind predicts with the percent (and the ranking's own measure, which
 placed it below), why there is none where none is left, and the groups the variant cap left out
 (planner.shard_group_search)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
-from gpuplan.planner.plan import PLATEAU_SHARE, layout_text, row_layout
+from gpuplan.jobs.plan.ranked_columns import with_ranked_columns
+from gpuplan.planner.plan import PLATEAU_SHARE, layout_text, ranking, row_layout
 from gpuplan.planner.shard_group_search import capped_groups, node_groups
+from gpuplan.planner.space import RECOMPUTE_MODES
 from gpuplan.report.model import Line
+from gpuplan.schema.shard_group import searches_shard_groups
+
+ARTICLE_DAYS = ("plan's search of this ask on the GPUs the layout stands for: days are the modelled step's "
+                "(tokens / tokens per second), not the --mfu wall-clock")
+"""The line's formula in `train` / `budget` where a given MFU (not the step model) sets their wall-clock."""
+
+
+def training_shard_group_line(inputs, plan, found=None) -> tuple[Line, ...]:
+    """`train`'s and `budget`'s line under --shard-group auto: plan's (shard_group_line) over plan's own search of
+    the same ask, so the three cannot disagree. ``found``: the deadline search `train --mfu predicted` chose
+    ``plan`` from without --gpus (jobs.training.layout.layout_for_deadline: `plan` runs the same search and ranks
+    it by the deadline rule); else `plan --gpus N` on the count ``plan`` stands for (N = plan.gpus_asked, no
+    --days), ranked by time as jobs.training.layout.layout_for_gpus ranks it. ``plan``'s row is the answer (moved
+    first where plan ranks another first: a given MFU weighs no smaller count, planner.plan.best_plan). () without
+    auto, without a searched plan, or where plan's search holds no row of ``plan``'s layout."""
+    if plan is None or not searches_shard_groups(getattr(inputs, "shard_group", None)):
+        return ()
+    rank_by = "deadline" if found is not None else "time"
+    if found is None:
+        from gpuplan.jobs.plan import search as plan_search  # plan's door: a patched search is seen
+
+        found = plan_search.search(plan_ask(inputs, plan.gpus_asked))
+    told = searched_shard_group_line(found, rank_by, plan)
+    return tuple(replace(line, formula=ARTICLE_DAYS) for line in told) if not inputs.time_predicted else told
+
+
+def plan_ask(inputs, gpus: int):
+    """The PlanInputs of `plan --gpus gpus` with the fields ``inputs`` (train's or budget's) gave that plan takes
+    (not --days: the count is given; not --mfu, --comm-allowance, --flops-method, --attention-flops, --contingency
+    or --step-time, which no layout search reads)."""
+    from gpuplan.jobs.plan.schema import PlanInputs  # lazy: `train` loads plan's schema only under auto
+
+    taken = set(PlanInputs.model_fields) - {"gpus", "days"}
+    return PlanInputs(**{k: v for k, v in inputs.given_values().items() if k in taken}, gpus=gpus)
+
+
+def searched_shard_group_line(result, rank_by: str, plan=None) -> tuple[Line, ...]:
+    """shard_group_line over the PlanSearch ``result`` ranked by ``rank_by`` as `plan` ranks it (with_ranked_columns,
+    planner.plan.ranking); ``plan`` (a planner.plan.Plan): its row first, () where the search holds none."""
+    table = with_ranked_columns(result.table)
+    order = ranking(table, rank_by, table["cost"])
+    if plan is not None and len(order):
+        same = _rows_of(table, plan)[order]
+        if not same.any():
+            return ()
+        first = order[np.argmax(same)]
+        order = np.concatenate(([first], order[order != first]))
+    layout_of = (result.evaluator.step.expert_tp, result.evaluator.shard_group)  # as plan_report's
+    return shard_group_line(table, order, layout_of, rank_by, result)
+
+
+def _rows_of(table, plan) -> np.ndarray:
+    """Which rows of ``table`` (an auto search's: a shard_group column) run ``plan``'s layout and recompute mode."""
+    layout = plan.layout
+    same = (table["recompute"] == RECOMPUTE_MODES.index(plan.recompute)) & (table["gpus"] == layout.world)
+    same &= table["shard_group"] == (layout.shard_group or 0)
+    for name in ("dp", "tp", "pp", "vpp", "cp", "ep", "zero", "micro_batch", "global_batch"):
+        same &= table[name] == getattr(layout, name)
+    return same
 
 
 def shard_group_line(table, order: np.ndarray, layout_of=(), rank_by: str = "time", result=None) -> tuple[Line, ...]:

@@ -16,6 +16,7 @@ from __future__ import annotations
 from gpuplan.adapters.resolve import resolve_gpu
 from gpuplan.core.model.spec import count_parameters
 from gpuplan.core.units import format_count
+from gpuplan.jobs.plan.shard_group_told import training_shard_group_line
 from gpuplan.jobs.training import sections as S
 from gpuplan.jobs.training.batch_ramp import ramp_input
 from gpuplan.jobs.training.schema import TrainingInputs
@@ -40,8 +41,9 @@ def training_report(inputs: TrainingInputs, after_allowances: AfterAllowances | 
     asked = inputs
     time, plan, inputs, flops = estimate_time(inputs, spec, peak, gpu, after_allowances, S.comm_range(inputs)[1])
     counts = count_parameters(spec)
+    told = training_shard_group_line(inputs, plan, time.deadline_search)  # --shard-group auto: plan's line
     sections = (S.compute_section(counts, flops, inputs), S.time_section(gpu, peak, time, flops, inputs, plan),
-                S.allowance_section(time, inputs), S.layout_section(plan, inputs))
+                S.allowance_section(time, inputs), S.layout_section(plan, inputs, told))
     model_label = spec.name + (f" ({spec.source})" if spec.source and spec.declared_params is None else "")
     report_inputs = (
         Line("model", "model", spec.name, text=model_label),
@@ -67,4 +69,5 @@ def training_report(inputs: TrainingInputs, after_allowances: AfterAllowances | 
 
 
 TRAINING_HEADLINE = ("flops_used", "gpu_days", "gpus", "gpus_compute_only", "deadline_met", "wall_days", "mfu", "batch_ramp",
-                     "mem_layout", "mem_peak_total", "mem_fits", "wall_days_with_comm", "gpu_hours_with_comm", "gpu_hours_budget")
+                     "mem_layout", "shard_group_auto", "mem_peak_total", "mem_fits", "wall_days_with_comm",
+                     "gpu_hours_with_comm", "gpu_hours_budget")

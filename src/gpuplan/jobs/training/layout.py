@@ -19,7 +19,8 @@ from gpuplan.jobs.calibrated_plan import check_calibrated_plan
 from gpuplan.jobs.plan.completes import completing_rows, with_completing_shares
 from gpuplan.jobs.plan.fallbacks_told import counts_without_layout, fallback_note
 from gpuplan.jobs.plan.ramp_days import drop_evaluation_shares, evaluation_beside_ramp, hold_evaluation_shares
-from gpuplan.jobs.plan.search import best_index, chosen_plan, evaluator_for, idle_told, max_tp, search_on, space_limits
+from gpuplan.jobs.plan.search import (PlanSearch, best_index, chosen_plan, evaluator_for, idle_told, max_tp, search_on,
+                                      space_limits)
 from gpuplan.jobs.training.schema import TrainingInputs
 from gpuplan.planner.batch_ramp import with_ramp_factors
 from gpuplan.planner.plan import Plan, best_plan, slow_end_seconds_per_token
@@ -100,19 +101,20 @@ def with_failure_shares(inputs, ev, gpus: int, first_only: bool = False):
     return weigh
 
 
-def layout_for_deadline(inputs: TrainingInputs, evaluator: Evaluator | None = None) -> tuple[Plan, str]:
+def layout_for_deadline(inputs: TrainingInputs, evaluator: Evaluator | None = None) -> tuple[Plan, PlanSearch]:
     """The fewest GPUs whose layouts train ``inputs.tokens`` within the deadline (--days, or the article's 7 days
     with neither --gpus nor --days: jobs.plan.deadline.deadline_of) with the budget's failures and checkpoints,
     and the cheapest layout there: `plan --days`'s answer, from the same search (jobs.plan.search.search_on:
     the common cluster sizes, then the counts between the two that bracket the answer; each row's own days
     with failures; planner.plan.deadline_order), and its note when the article's week is met on no count (the
-    fastest layout is answered). A --days no count meets is refused as `plan` refuses it. ``evaluator``: as
-    layout_for_gpus's."""
+    fastest layout is answered: the search's missed_default_deadline). A --days no count meets is refused as `plan`
+    refuses it. ``evaluator``: as layout_for_gpus's. Returns the plan and the search (--shard-group auto's line
+    ranks it: jobs.plan.shard_group_told.training_shard_group_line)."""
     inputs = with_budget_fields(inputs)
     found = search_on(inputs, evaluator if evaluator is not None else evaluator_for(inputs))
     plan = chosen_plan(found, best_index(found, "deadline"))
     check_calibrated_plan(inputs.calibration, plan, inputs.dtype, found.evaluator.cluster.gpu)
-    return plan, found.missed_default_deadline
+    return plan, found
 
 
 def _could_win(inputs, ev, fitting: LayoutTable) -> LayoutTable:

@@ -200,8 +200,9 @@ def allowance_section(time: TimeEstimate, inputs: TrainingInputs) -> Section:
     ))
 
 
-def layout_section(plan: Plan, inputs: TrainingInputs) -> Section:
-    """The layout the estimate stands on and its memory verdict (= `gpuplan memory` of it)."""
+def layout_section(plan: Plan, inputs: TrainingInputs, told: tuple[Line, ...] = ()) -> Section:
+    """The layout the estimate stands on and its memory verdict (= `gpuplan memory` of it); ``told``: the
+    --shard-group auto line after the layout's (jobs.plan.shard_group_told.training_shard_group_line)."""
     from gpuplan.jobs.plan.search import idle_told  # the planner's (numpy), loaded with the plan
 
     left = idle_told(plan, inputs.gpus)  # of a count given, not a deadline's search count
@@ -212,6 +213,7 @@ def layout_section(plan: Plan, inputs: TrainingInputs) -> Section:
         Line("mem_layout", "layout", plan.degrees(), text=f"{plan.text()} on {plural(plan.gpus, 'GPU')}"
              + (f" ({left:,} more of the {plan.gpus_asked:,} asked left idle)" if left else ""),
              formula=f"{source}; step {plan.step_seconds:.3f} s, modelled MFU {plan.mfu:.1%}"),
+        *told,
         Line("mem_global_batch", "global batch", plan.global_batch, "sequences",
              f"{plan.global_batch:,} x {inputs.seq_len:,} tokens ({signed_percent(plan.batch_difference)} vs "
              f"{plan.target_batch:,.0f} " + ("asked)" if inputs.global_batch is not None or

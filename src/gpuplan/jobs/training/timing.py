@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from gpuplan.core.model import flops as F
@@ -73,6 +73,9 @@ class TimeEstimate:
     deadline_note: str = ""
     """Set when the article's default week is met on no searched GPU count (--mfu predicted answers the fastest
     layout, as `plan` does: jobs.plan.deadline.deadline_rows): says so."""
+    deadline_search: object = field(default=None, compare=False, repr=False)
+    """The deadline's jobs.plan.search.PlanSearch the layout was chosen from (predicted mode, no --gpus), which
+    --shard-group auto's line ranks as `plan` does (jobs.plan.shard_group_told.training_shard_group_line)."""
     ramp: object = None
     """--batch-ramp's planner.batch_ramp.RampTiming on the layout (predicted mode): the MFU is the steady one / its
     factor, so GPU-days, wall-clock and cost follow (jobs.training.batch_ramp)."""
@@ -122,8 +125,8 @@ def estimate_time(inputs: TrainingInputs, spec, peak: float, gpu=None, after_all
         # budget's inputs built once (layout_for_gpus / _for_deadline take them as they are)
         searched = with_budget_fields(inputs)
         ev = evaluator_for(searched)
-        plan, missed = ((layout_for_gpus(searched, gpus, evaluator=ev), "") if gpus is not None else
-                        layout_for_deadline(searched, evaluator=ev))
+        plan, found = ((layout_for_gpus(searched, gpus, evaluator=ev), None) if gpus is not None else
+                       layout_for_deadline(searched, evaluator=ev))
         inputs = inputs.replace(comm_allowance=0.0, flops_method="exact", attention_flops="full")
         flops = count_flops(spec, inputs, plan.recompute)
         error, source = prediction_band(inputs.dtype, moe=spec.moe is not None)
@@ -133,7 +136,8 @@ def estimate_time(inputs: TrainingInputs, spec, peak: float, gpu=None, after_all
         estimate = replace(_budgets(flops.used, peak, plan.gpus, None, mfu, band, source, "predicted"), ramp=ramp)
         if gpus is not None:  # the search door (layout_for_deadline) refuses a run failures never let finish
             _check_completes(inputs, spec, gpu, plan, estimate, 0.0)  # the step model has communication in it
-        return replace(estimate, deadline_note=missed), plan, inputs, flops
+        missed = found.missed_default_deadline if found is not None else ""
+        return replace(estimate, deadline_note=missed, deadline_search=found), plan, inputs, flops
     if gpus is not None and days is not None:
         return _solve_mfu(inputs, spec, gpu, peak, gpus, days, allowance, after_allowances)
     mfu = inputs.mfu_value or DEFAULT_MFU
