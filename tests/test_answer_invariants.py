@@ -157,7 +157,7 @@ def test_a_range_prints_in_its_points_unit():
 def test_one_sequence_is_singular():
     """`infer llama-2-7b --gpu h100 --context 131072` (no fit on one H100) answered 'would fit on tp 2 x pp 1 =
     2 x NVIDIA H100 80GB SXM5 (holds 1 sequences)' (issue 39 item 6's '1 notes' kind)."""
-    line = estimate_inference({"model": "llama-2-7b", "gpu": "h100", "context": 131072}).line("instead_gpus")
+    line = estimate_inference({"model": "llama-2-7b", "gpu": "h100", "context": 131072, "engine": "sglang"}).line("instead_gpus")
     assert line.value == 2 and line.text.endswith("(holds 1 sequence)"), line.text
 
 

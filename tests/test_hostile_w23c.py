@@ -133,7 +133,8 @@ def test_s4_slots_that_alone_leave_no_replica_name_max_loras_at_every_door(run_c
 def test_s4_where_the_weights_alone_leave_none_rps_is_named_as_a_number(run_cli, client, tmp_path, lora):
     from tests.helpers import four_door_refusal
 
-    ask = {"model": "llama-3.1-405b", "rps": 1, "ttft_p99": "1h", "tpot": "1min", "context": 16_000_000, **lora}
+    ask = {"model": "llama-3.1-405b", "rps": 1, "ttft_p99": "1h", "tpot": "1min", "context": 16_000_000, **lora,
+           "engine": "sglang"}  # vLLM refuses a context past 131,072 (test_hostile_w25)
     words = four_door_refusal(run_cli, client, tmp_path, "infer", "inference", ask, "rps", "")
     assert words.startswith("rps: got 1; sizes replicas within one NVLink domain, and no catalog GPU type holds "
                             "llama-3.1-405b (bf16) with one 16,000,000-token sequence"), words

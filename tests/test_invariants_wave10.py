@@ -46,7 +46,8 @@ SERVING = [{"engine": "vllm"}, {"engine": "sglang"}, {"engine": "trtllm"}, {"eng
 @pytest.mark.parametrize("model", ["llama-3.1-8b", "mixtral-8x7b", "gemma-2-9b"])
 def test_kv_memory_and_ttft_never_fall_with_the_context(model, extra):
     points, tp = [], 2 if model == "mixtral-8x7b" else 1  # 93 GB of bf16 weights: two H100s
-    for context in (1024, 4096, 16384):
+    # Gemma 2 stops at its 8,192 positions (vLLM refuses a longer max_model_len), still past its 4,096 window
+    for context in (1024, 4096, 8192 if model == "gemma-2-9b" else 16384):
         r = _results(estimate_inference(dict(model=model, gpu="h100", tp=tp, context=context, batch=4, search=False,
                                              **extra)))
         assert r["fits"], (context, r)

@@ -21,6 +21,13 @@ UINT16_VOCAB_LIMIT = 65500
 # token (Llama 2's: 3.17) - arXiv:2407.21783 Sec. 3.2; ASCII-heavy text is ~1 byte per character.
 DEFAULT_RAW_BYTES_PER_TOKEN = 4.0
 RAW_BYTES_PER_TOKEN_RANGE = (3.17, 4.0)
+# The bounds --bytes-per-token takes. At least 1: byte-level BPE (GPT-2's bytes_to_unicode, tiktoken, Llama 3)
+# and SentencePiece with byte_fallback give every token at least one byte of UTF-8 text, so raw text never holds
+# fewer bytes than tokens (a token id of 2-4 B is --token-bytes). At most 1,000: an average past the longest
+# piece is impossible, and SentencePiece caps a piece at max_sentencepiece_length = 16 characters (<= 64 B of
+# UTF-8) by default (sentencepiece_model.proto TrainerSpec); 1,000 leaves room for BPE vocabularies without a cap.
+MIN_RAW_BYTES_PER_TOKEN = 1.0
+MAX_RAW_BYTES_PER_TOKEN = 1000.0
 # One CPU core tokenises ~4.2 MB/s of text with HF tokenizers (Llama 3.1 tokenizer, 1 thread;
 # tiktoken ~10 MB/s): huggingface/tokenizers PR #1584 benchmark. 4.2e6 B/s / 4 B per token.
 DEFAULT_TOKENS_PER_S_PER_CORE = 1.0e6

@@ -77,8 +77,8 @@ class BudgetFields(JobInputs):
     token_bytes: Annotated[T.typed(int, _token_bytes) | None, _f(None, "Bytes per stored token id (2 or 4).",
                                                                  "2 below 65,500 ids, else 4")]
     tokenize: Annotated[T.Bool, _f(False, "Raw text is tokenised on the fly (default: pre-tokenised).")]
-    bytes_per_token: Annotated[T.typed(float, T.number(0, 1000, low_open=True)), _f(
-        IO.DEFAULT_RAW_BYTES_PER_TOKEN, "Raw text bytes per token.")]
+    bytes_per_token: Annotated[T.typed(float, T.number(IO.MIN_RAW_BYTES_PER_TOKEN, IO.MAX_RAW_BYTES_PER_TOKEN)), _f(
+        IO.DEFAULT_RAW_BYTES_PER_TOKEN, "Raw text bytes per token, 1 to 1,000 (a token is at least one byte).")]
     tokens_per_core: Annotated[T.typed(float, T.count(1e12)), _f(IO.DEFAULT_TOKENS_PER_S_PER_CORE,
                                                                   "Tokens/s one CPU core tokenises.")]
     cpu_cores: Annotated[T.typed(int, T.count(1e5, whole=True)), _f(IO.DEFAULT_CPU_CORES_PER_NODE,

@@ -91,7 +91,7 @@ def validate_settings(s: BudgetSettings) -> None:
     M.lookup(M.OPTIMIZERS, s.optimizer, "optimizer")
     if s.token_bytes is not None and s.token_bytes not in (1, 2, 4, 8):
         raise InputError("token_bytes", s.token_bytes, "must be 2 or 4 (1 or 8 for unusual formats)")
-    positive = ("raw_bytes_per_token", "tokens_per_s_per_core", "cpu_cores_per_node", "host_copy", "failure_rate",
+    positive = ("tokens_per_s_per_core", "cpu_cores_per_node", "host_copy", "failure_rate",
                 "keep_checkpoints", "storage_read", "storage_write", "checkpoint_interval", "price", "spot_price")
     for name in positive:
         value = getattr(s, name)
@@ -102,6 +102,9 @@ def validate_settings(s: BudgetSettings) -> None:
     for name, per in (("storage_read", "a node"), ("storage_write", "a node"), ("host_copy", "a GPU")):
         if getattr(s, name) is not None and not 1e3 <= getattr(s, name) <= 1e15:
             raise InputError(name, getattr(s, name), bound_words(1e3, 1e15, False, name, f"bytes/s {per}"))
+    if not IO.MIN_RAW_BYTES_PER_TOKEN <= s.raw_bytes_per_token <= IO.MAX_RAW_BYTES_PER_TOKEN:  # the schema's bounds
+        raise InputError("raw_bytes_per_token", s.raw_bytes_per_token, bound_words(
+            IO.MIN_RAW_BYTES_PER_TOKEN, IO.MAX_RAW_BYTES_PER_TOKEN, False, "bytes_per_token"))
     if not R.MIN_FAILURE_RATE <= s.failure_rate <= MAX_FAILURE_RATE:
         raise InputError("failure_rate", s.failure_rate,
                          bound_words(R.MIN_FAILURE_RATE, MAX_FAILURE_RATE, False, "failure_rate"))

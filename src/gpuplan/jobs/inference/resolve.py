@@ -19,6 +19,7 @@ from gpuplan.core.model.spec import ModelSpec
 from gpuplan.errors import InputError
 from gpuplan.schema.serving_rules import check_model_options
 from gpuplan.jobs.inference import inputs_releases as IR
+from gpuplan.jobs.inference.context_limits import check_learned_context, check_vllm_context, context_notes
 from gpuplan.jobs.inference.quant_config import (  # noqa: F401 (re-exported: callers import them from here)
     weight_format_from_hf,
 )
@@ -98,6 +99,8 @@ def resolve_plan(inputs: InferenceInputs) -> Plan:
     if not 1 <= output < context:
         raise InputError("output_tokens", output, f"must be at least 1 and below the context ({context})")
     check_learned_context(spec, context, inputs.prompt, output)
+    if engine == "vllm":  # vLLM's start-up refuses a max_model_len past the config's (context_limits)
+        check_vllm_context(raw, spec, context, inputs.prompt, output, inputs.release.version)
     check_model_options(inputs, spec, context - output)  # --prefix-hit / --decode-attention inert here (wave 20)
     IR.check_prefill_chunks(inputs.prefill_tokens, context, inputs.release)  # vLLM before chunked prefill
     K.kv_heads_per_gpu(spec.attention, inputs.tp_degree)  # tp vs heads / KV heads: one clear line
@@ -378,43 +381,3 @@ def quantized_input_dims(spec: ModelSpec) -> dict[str, int]:
         if spec.moe.shared_intermediate_size:
             dims["shared_expert_intermediate_size"] = spec.moe.shared_intermediate_size
     return {name: int(size) for name, size in dims.items() if size}
-
-
-def check_learned_context(spec: ModelSpec, context: int, prompt: int | None, output: int) -> None:
-    """Refuse a context (tokens, prompt + output) past a learned absolute position table (GPT-2's n_positions,
-    `wpe`): its nn.Embedding has no row beyond it, so no engine runs it. vLLM derives max_model_len from
-    n_positions / max_position_embeddings and raises ValueError for a longer one unless VLLM_ALLOW_LONG_MAX_MODEL_LEN
-    is set (vllm/config.py@v0.8.5:2977-3109, _get_and_verify_max_len: keys at L2987-2991, the ValueError at
-    L3081-3109), as train / plan / memory refuse a --seq-len past it (schema.model_fields.check_positions). RoPE
-    and ALiBi models keep their note (context_notes): they run longer sequences, with a quality cost. Wave 9: `infer
-    gpt2 --context 4096` answered 'shown as if it ran'."""
-    limit = spec.learned_positions
-    if not limit or context <= limit:
-        return
-    table = (f"past {spec.name}'s {limit:,} learned positions (n_positions: a table with no row beyond it; vLLM "
-             f"refuses a longer max_model_len)")
-    if prompt is not None:
-        raise InputError("prompt", prompt, f"--prompt {prompt:,} + --output-tokens {output:,} = {context:,} tokens is "
-                         f"{table}; at most {limit:,} in all")
-    raise InputError("context", context, f"is {table}; at most {limit:,}")
-
-
-def context_notes(spec: ModelSpec, raw: dict[str, Any], context: int) -> list[str]:
-    """Warn when the context exceeds the model's maximum, and say what RoPE scaling would change."""
-    limit = spec.max_position_embeddings
-    if context <= limit:
-        return []
-    head = f"context {context:,} exceeds the model's maximum of {limit:,} positions"
-    if not spec.rotary:  # a learned table is refused (check_learned_context): ALiBi (MPT), a bias with no table
-        return [f"{head}: positions beyond it were never trained (a linear bias, no table to run out of): expect "
-                "quality loss; vLLM refuses max_model_len above it unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1; memory "
-                "and speed are shown as if it ran"]
-    rope = raw.get("rope_scaling") or {}
-    if rope:
-        kind = rope.get("rope_type") or rope.get("type")
-        return [f"{head}, already extended by {kind} rope_scaling (factor {rope.get('factor')}); positions "
-                "beyond it were never trained: expect quality loss; memory and speed are shown as if it ran"]
-    factor = math.ceil(context / limit)
-    return [f"{head}: vLLM refuses max_model_len above it unless RoPE scaling is configured (e.g. YaRN "
-            f"factor {factor} via rope_scaling in config.json or --hf-overrides); scaling changes no memory or "
-            "FLOPs formula here (KV grows linearly, attention FLOPs with the context) but may cost quality"]
