@@ -15,7 +15,6 @@ import errno
 import json
 import os
 import stat
-import tempfile
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -316,6 +315,8 @@ def check_out_folder(path: str | Path, field: str = "out") -> Path:
 def _probe_write(folder: Path, prefix: str) -> None:
     """Create and remove an empty temporary file in ``folder`` (OSError where files cannot be made there:
     /proc, a read-only mount, no permission)."""
+    import tempfile  # here: tempfile imports shutil, bz2, lzma and random (~7 ms), which no answer needs
+
     fd, probe = tempfile.mkstemp(prefix=prefix, suffix=".probe", dir=folder)
     os.close(fd)
     _remove(probe)
@@ -339,6 +340,8 @@ def write_atomic(path: str | Path, data: bytes | str, field: str = "out", inputs
     target = check_writable(path, field, inputs)
     payload = data.encode("utf-8") if isinstance(data, str) else data
     try:
+        import tempfile
+
         fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     except OSError as exc:
         raise refusal(field, path, f"cannot be written ({exc.strerror or exc})") from None

@@ -134,6 +134,42 @@ def replicas_for(target: LoadTarget, per_replica: ReplicaLoad) -> int:
     return max(1, math.ceil(target.requests_per_s / per_replica.rate - 1e-9))
 
 
+CLEAR = (1 + 1e-9) * (1 + 1e-6)
+"""rate_ceiling's margin over ``within``'s tolerance: a p99 past target x CLEAR is past it at every higher rate although
+each float step rounds: fl(rate x prefill) is monotone in the rate, 1 - rho is exact from rho = 0.5 (Sterbenz) and
+the p99 as computed is within ~1e-15 relative of its exact value at that rho."""
+
+
+def rate_ceiling(ttft_p99: float, prefill_s: float, path_s: float = 0.0) -> float:
+    """A rate (requests/s) above every rate max_rate can return: max_rate keeps a rate only where the prefill
+    utilisation rho = rate x prefill_s is below 1 and the TTFT p99 (first_token_seconds) is within ``ttft_p99``, and
+    that p99 never falls as the rate grows (M/M/1's ln(100 rho) / (1 - rho), 0 up to rho = 0.01). Found by bisection,
+    no decode step read: the lowest rate seen where rho >= 1 or the p99 is past ``ttft_p99`` x CLEAR."""
+    def past(rate: float) -> bool:
+        rho = rate * prefill_s
+        return rho >= 1 or first_token_seconds(prefill_s, rho, path_s)[1] > ttft_p99 * CLEAR
+
+    lo, hi = 0.0, 2.0 / prefill_s  # rho ~2 at hi: past
+    for _ in range(64):
+        mid = (lo + hi) / 2
+        if past(mid):
+            hi = mid
+        else:
+            lo = mid
+        if hi - lo <= 1e-9 * hi:
+            break
+    return hi
+
+
+def fewest_replicas(target: LoadTarget, prefill_s: float, path_s: float = 0.0) -> int:
+    """No more than replicas_for of any replica max_rate returns (its rate is below rate_ceiling, and fl(a / b) and
+    ceil only grow as b falls): the sizing skips a (GPU type, TP) that cannot take fewer GPUs than one it kept."""
+    if not prefill_s > 0:
+        return 1
+    need = target.requests_per_s / rate_ceiling(target.ttft_p99, prefill_s, path_s) - 1e-9
+    return max(1, math.ceil(need)) if need < 1e18 else 10**18
+
+
 # Disaggregated serving (DistServe, Zhong et al. OSDI 2024; Splitwise, Patel et al. ISCA 2024):
 # prompts run on prefill-only instances, which send each prompt's KV cache to decode-only
 # instances. Prefill then queues alone (TTFT = prefill + M/M/1 wait + KV transfer) and decode

@@ -13,10 +13,12 @@ from gpuplan.core.serving import step_memo as SM
 
 def step_times(plan, gpu: Accelerator, tp: int, max_batch: int = 0):
     """(prefill seconds of one prompt, decode-step seconds as a function of the batch) of ``plan`` (resolve.Plan) at
-    ``tp`` on ``gpu``. The NCCL all-reduces of the decode steps at batches 1..``max_batch`` (and of the prefill)
-    are evaluated in one vectorised pass, before the prefill where kernels does not hold the prefill's yet, else
-    the first time a decode step needs one kernels does not hold; each step hands kernels its own before it is
-    timed (hand_allreduces), so no step evaluates one alone (~0.5 ms each)."""
+    ``tp`` on ``gpu``. The NCCL all-reduces of the decode steps at batches 1..``max_batch`` are evaluated in one
+    vectorised pass the first time a decode step needs one kernels does not hold; each step hands kernels its own
+    before it is timed (hand_allreduces), so no step evaluates one alone (~0.5 ms each). The prefill's, where kernels
+    does not hold them, in a pass of their own here (until session 23 they joined the decode steps' pass, then made
+    here): the sizing times the decode steps of fewer (GPU type, TP) than it times prefills (sizing.size_for_target's
+    cheapest_per_type), and a pass over a few messages is ~0.5 ms against ~1.3 ms over a cap of 1,024."""
     spec, setup = plan.spec, plan.setup
     layout = K.kv_layout(spec, setup.kv_bytes, tp, 1, setup.block_size)
     kv_seq = layout.bytes_per_sequence(plan.decode_context)
@@ -27,11 +29,10 @@ def step_times(plan, gpu: Accelerator, tp: int, max_batch: int = 0):
     if remembered.primed_to < max_batch:  # the seconds evaluated when first needed (_evaluate)
         SM.drop_allreduces(remembered)
         remembered.primed_to = max_batch
-    if fabric is not None:  # the prefill's, in the decode steps' pass where kernels has not evaluated them
-        missing = [m for m in R.prefill_allreduce_messages(spec, setup, gpu, plan.prompt)
-                   if not KR.nccl_all_reduce_known(m, tp, fabric)]
-        for message, seconds in (_evaluate(remembered, spec, setup, tp, fabric, missing) if missing else {}).items():
-            KR.remember_nccl_all_reduce(message, tp, fabric, seconds)
+    prefills = R.prefill_allreduce_messages(spec, setup, gpu, plan.prompt) if fabric is not None else ()
+    missing = list(dict.fromkeys(m for m in prefills if not KR.nccl_all_reduce_known(m, tp, fabric)))
+    for message, seconds in zip(missing, KR.nccl_all_reduce_values(missing, tp, fabric) if missing else ()):
+        KR.remember_nccl_all_reduce(message, tp, fabric, seconds)
     table = remembered.steps
     common = dict(tp=tp, pp=1, **R.gpu_keywords(gpu, setup))
     prefill = R.prefill_step(spec, plan.groups, setup, prompt=plan.prompt, **common).total
@@ -61,17 +62,10 @@ def hand_allreduces(remembered: SM.DecodeTable, spec, setup, tp: int, fabric: Ac
             KR.remember_nccl_all_reduce(message, tp, fabric, remembered.allreduces[message])
 
 
-def _evaluate(remembered: SM.DecodeTable, spec, setup, tp: int, fabric: Accelerator, extra=()) -> dict:
+def _evaluate(remembered: SM.DecodeTable, spec, setup, tp: int, fabric: Accelerator) -> None:
     """One vectorised pass (kernels.nccl_all_reduce_values: the same floats as a scalar evaluation, bit for bit) over
     the messages of the decode steps at batches 1..primed_to, kept as ``remembered.allreduces`` (message bytes ->
-    seconds), unless kept already, and over ``extra`` (the prefill's): the seconds of ``extra``, by message. Nothing
-    where there is nothing to evaluate."""
-    steps = [] if remembered.allreduces is not None else [
-        m for step in R.decode_allreduce_messages(spec, setup, range(1, remembered.primed_to + 1)) for m in step]
-    if not steps and not extra:
-        return {}
-    messages = list(dict.fromkeys([*steps, *extra]))
-    seconds = dict(zip(messages, KR.nccl_all_reduce_values(messages, tp, fabric)))
-    if remembered.allreduces is None:  # bounded over every table (step_memo.ALLREDUCES_LIMIT)
-        SM.keep_allreduces(remembered, seconds)
-    return {m: seconds[m] for m in extra}
+    seconds), bounded over every table (step_memo.ALLREDUCES_LIMIT)."""
+    messages = list(dict.fromkeys(
+        m for step in R.decode_allreduce_messages(spec, setup, range(1, remembered.primed_to + 1)) for m in step))
+    SM.keep_allreduces(remembered, dict(zip(messages, KR.nccl_all_reduce_values(messages, tp, fabric))))

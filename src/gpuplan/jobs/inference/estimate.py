@@ -46,7 +46,7 @@ def estimate_inference(inputs: InferenceInputs) -> Report:
 
     target = LoadTarget(inputs.ttft_p99 or float("inf"), inputs.tpot or float("inf"), inputs.rps)
     steps = sizing.replica_steps_by_gpu(plan)  # timed once for the colocated and the disaggregated search
-    configs = sizing.size_for_target(plan, target, inputs.price, timed=steps)
+    configs = sizing.size_for_target(plan, target, inputs.price, timed=steps, cheapest_per_type=True)
     asked = plan.gpu.id if "gpu" in inputs.given else None
     sections = [sizing.sizing_section(plan, target, configs, asked)]
     options = sizing.disaggregated_by_gpu(plan, target, inputs.price, timed=steps) if inputs.disaggregate else {}

@@ -16,6 +16,7 @@ from gpuplan.core.serving.load import (
     LoadTarget,
     ReplicaLoad,
     decode_pool_rate,
+    fewest_replicas,
     first_token_seconds,
     max_rate,
     prefill_pool_rate,
@@ -119,19 +120,26 @@ def asked_price(plan: Plan, gpu, price: float | None) -> float | None:
 
 
 def size_for_target(plan: Plan, target: LoadTarget, price: float | None = None, *,
-                    timed: dict[str, dict] | None = None) -> list[SizedConfig]:
+                    timed: dict[str, dict] | None = None, cheapest_per_type: bool = False) -> list[SizedConfig]:
     """Every (GPU type, TP) that meets the target, cheapest first; GPU types where vLLM would refuse
-    the user's --max-num-seqs (scheduler_refusal) are left out. ``timed``: replica_steps_by_gpu, if already timed."""
-    found = []
+    the user's --max-num-seqs (scheduler_refusal) are left out. ``timed``: replica_steps_by_gpu, if already timed.
+    ``cheapest_per_type``: a TP is not searched where load.fewest_replicas shows it cannot take fewer GPUs than a
+    smaller TP kept on its type (one price a type, so never cheaper; on a tie the smaller TP sorts first): each type's
+    first configuration, all an answer reads (sizing_section, sizing_table, disaggregated_section), is the same."""
+    found, hold = [], RP.server_hold_seconds(plan.setup.runtime, plan.prompt)
     for gpu in serving_gpus(plan):
+        fewest = None  # GPUs of the smallest configuration kept on this type
+        cost, source = price_for(gpu.id, asked_price(plan, gpu, price))
+        prune = cheapest_per_type and (cost is None or cost >= 0)  # cost x GPUs grows with the GPUs
         for tp, (prefill, decode, cap) in (timed[gpu.id] if timed else _replica_steps(plan, gpu)).items():
-            replica = max_rate(target, prefill, decode, plan.output, cap,
-                               RP.server_hold_seconds(plan.setup.runtime, plan.prompt))
+            if prune and fewest is not None and tp * fewest_replicas(target, prefill, hold) >= fewest:
+                continue
+            replica = max_rate(target, prefill, decode, plan.output, cap, hold)
             if replica is None:
                 continue
-            cost, source = price_for(gpu.id, asked_price(plan, gpu, price))
             found.append(SizedConfig(gpu, tp, replica, replicas_for(target, replica), cost, source,
                                      (prefill, decode, cap)))
+            fewest = min(fewest or found[-1].gpus, found[-1].gpus)
     return sorted(found, key=lambda c: (c.cost_per_hour is None, c.cost_per_hour or 0.0, c.gpus))
 
 
