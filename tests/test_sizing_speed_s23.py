@@ -180,3 +180,34 @@ def test_a_prefill_timed_alone_evaluates_no_decode_step(part, tp, p2p):
     assert [len(t.allreduces or {}) for t in step_memo._TABLES.values()] == [300]
     K._NCCL_ALL_REDUCE_SECONDS.clear()
     step_memo.clear()
+
+
+def test_replica_steps_time_a_tp_when_first_read():
+    """sizing._replica_steps gives every TP that runs (the KV cache holds a sequence: read off the memory), timing
+    none until read: a TP read gives step_times' prefill (==) and its decode steps, timed once; the README's sizing
+    times fewer prefills than the (GPU type, TP) it could search (a TP >= the GPUs already kept on its type needs
+    none: a replica takes tp GPUs at least)."""
+    from gpuplan import InferenceInputs
+    from gpuplan.jobs.inference import decode_table as DT
+    from gpuplan.jobs.inference import sizing
+    from gpuplan.jobs.inference.estimate import estimate_inference
+    from gpuplan.jobs.inference.resolve import resolve_plan
+
+    plan, gpu = resolve_plan(InferenceInputs(**ASKS["readme"])), load_accelerator("h100")
+    step_memo.clear()
+    steps = sizing._replica_steps(plan, gpu)
+    assert list(steps) == [1, 2, 4, 8] and steps.timed == {}
+    prefill, decode, cap = steps[4]
+    assert list(steps.timed) == [4] and steps[4][1] is decode and cap == steps.caps[4] >= 1
+    assert prefill == DT.step_times(plan, gpu, 4, cap)[0]
+    timed = []
+    real = DT.step_times
+    try:
+        DT.step_times = lambda *args: timed.append(args[2]) or real(*args)
+        step_memo.clear()
+        estimate_inference(InferenceInputs(**ASKS["readme"]))
+    finally:
+        DT.step_times = real
+    searchable = sum(len(s) for s in sizing.replica_steps_by_gpu(plan).values())
+    assert 0 < len(timed) < 0.7 * searchable, (len(timed), searchable)  # 76 of 121 timed (session 23)
+    step_memo.clear()

@@ -4,6 +4,8 @@ NCCL all-reduces their steps ask for, evaluated in one vectorised pass. Units: s
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from gpuplan.core.hardware import Accelerator
 from gpuplan.core.serving import kernels as KR
 from gpuplan.core.serving import kv_cache as K
@@ -69,3 +71,26 @@ def _evaluate(remembered: SM.DecodeTable, spec, setup, tp: int, fabric: Accelera
     messages = list(dict.fromkeys(
         m for step in R.decode_allreduce_messages(spec, setup, range(1, remembered.primed_to + 1)) for m in step))
     SM.keep_allreduces(remembered, dict(zip(messages, KR.nccl_all_reduce_values(messages, tp, fabric))))
+
+
+class ReplicaSteps(Mapping):
+    """The step times of one GPU type's replicas by TP: ``caps`` (TP -> the sequences a replica schedules, >= 1: the
+    TPs that run) in order, each TP's (prefill seconds, decode step(batch), cap) (step_times) timed when first read
+    and kept. The colocated sizing reads only the TPs it does not skip (sizing.size_for_target's cheapest_per_type:
+    one that cannot take fewer GPUs than a smaller TP kept times no prefill); iterating items() times every TP."""
+
+    def __init__(self, plan, gpu: Accelerator, caps: dict[int, int]) -> None:
+        self.plan, self.gpu, self.caps, self.timed = plan, gpu, caps, {}
+
+    def __getitem__(self, tp: int) -> tuple:
+        found = self.timed.get(tp)
+        if found is None:
+            cap = self.caps[tp]  # KeyError for a TP that does not run
+            found = self.timed[tp] = (*step_times(self.plan, self.gpu, tp, cap), cap)
+        return found
+
+    def __iter__(self):
+        return iter(self.caps)
+
+    def __len__(self) -> int:
+        return len(self.caps)

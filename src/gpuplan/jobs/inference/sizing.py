@@ -24,6 +24,7 @@ from gpuplan.core.serving.load import (
     replicas_for,
 )
 from gpuplan.errors import InputError
+from gpuplan.jobs.inference.decode_table import ReplicaSteps
 from gpuplan.jobs.inference.decode_table import step_times as _step_times  # tests name sizing._step_times
 from gpuplan.jobs.inference.resolve import Plan, plan_on_gpu
 from gpuplan.jobs.inference.serving import (max_sequences_at, price_for, scheduler_refusal, search_tps, serves,
@@ -76,22 +77,25 @@ def _tp_steps(plan: Plan, gpu: Accelerator, tp: int):
     schedules at once (its KV cache's and scheduled_sequences, the fewer); None where tp does not divide
     the heads or not one sequence fits. An FP8 plan is timed as ``gpu`` runs it (resolve.plan_on_gpu)."""
     plan = plan_on_gpu(plan, gpu)
+    cap = _tp_cap(plan, gpu, tp)
+    return (*_step_times(plan, gpu, tp, cap), cap) if cap else None
+
+
+def _tp_cap(plan: Plan, gpu: Accelerator, tp: int) -> int:
+    """_tp_steps' cap (0 where it is None), read off the memory alone: nothing timed."""
     try:  # its KV capacity only: evaluate's three timed prefills were not read (_step_times times one; wave 9:
         sequences = max_sequences_at(plan, gpu, tp)  # --prompt 8M --disaggregate timed 263 x 3 of ~2,000 chunks)
     except InputError:  # tp does not divide the heads
-        return None
-    cap = min(sequences, scheduled_sequences(plan, gpu))
-    return (*_step_times(plan, gpu, tp, cap), cap) if cap >= 1 else None
+        return 0
+    return max(0, min(sequences, scheduled_sequences(plan, gpu)))
 
 
-def _replica_steps(plan: Plan, gpu: Accelerator) -> dict:
-    """_tp_steps of each TP of search_tps(gpu) (within one node, or one GB200 / GB300 NVL72 domain) that runs, by TP;
-    an FP8 plan taken as ``gpu`` runs it once (resolve.plan_on_gpu), which _tp_steps then takes as it is."""
-    steps, plan = {}, plan_on_gpu(plan, gpu)
-    for tp in search_tps(gpu):
-        if (found := _tp_steps(plan, gpu, tp)) is not None:
-            steps[tp] = found
-    return steps
+def _replica_steps(plan: Plan, gpu: Accelerator) -> ReplicaSteps:
+    """_tp_steps of each TP of search_tps(gpu) (within one node, or one GB200 / GB300 NVL72 domain) that runs, by TP,
+    each timed when first read (decode_table.ReplicaSteps: size_for_target skips some unread); an FP8 plan taken as
+    ``gpu`` runs it once (resolve.plan_on_gpu)."""
+    plan = plan_on_gpu(plan, gpu)
+    return ReplicaSteps(plan, gpu, {tp: cap for tp in search_tps(gpu) if (cap := _tp_cap(plan, gpu, tp))})
 
 
 def refused_gpus(plan: Plan) -> list[str]:
@@ -107,8 +111,9 @@ def refused_gpus(plan: Plan) -> list[str]:
 
 
 def replica_steps_by_gpu(plan: Plan) -> dict[str, dict]:
-    """_replica_steps of every GPU type that serves the plan (serving_gpus), by catalog id: timed once for both
-    size_for_target and disaggregated_by_gpu (each timed every (GPU, TP) prefill itself)."""
+    """_replica_steps of every GPU type that serves the plan (serving_gpus), by catalog id: each (GPU, TP) timed at most
+    once for both size_for_target and disaggregated_by_gpu (each timed every (GPU, TP) prefill itself), when first
+    read."""
     return {gpu.id: _replica_steps(plan, gpu) for gpu in serving_gpus(plan)}
 
 
@@ -131,7 +136,11 @@ def size_for_target(plan: Plan, target: LoadTarget, price: float | None = None, 
         fewest = None  # GPUs of the smallest configuration kept on this type
         cost, source = price_for(gpu.id, asked_price(plan, gpu, price))
         prune = cheapest_per_type and (cost is None or cost >= 0)  # cost x GPUs grows with the GPUs
-        for tp, (prefill, decode, cap) in (timed[gpu.id] if timed else _replica_steps(plan, gpu)).items():
+        steps = timed[gpu.id] if timed else _replica_steps(plan, gpu)
+        for tp in steps:  # a replica takes tp GPUs at least: where tp >= fewest no prefill is timed
+            if prune and fewest is not None and tp >= fewest:
+                continue
+            prefill, decode, cap = steps[tp]
             if prune and fewest is not None and tp * fewest_replicas(target, prefill, hold) >= fewest:
                 continue
             replica = max_rate(target, prefill, decode, plan.output, cap, hold)
