@@ -397,7 +397,8 @@ def test_cli_extrapolates_a_gpu_measurement(tmp_path, run_cmd):
     ((str(LOGS / "megatron_mixtral.log"), "--model", "mixtral-8x7b", "--gpu", "h100", "--gpus", "sixteen"),
      "gpus: got 'sixteen'"),
     ((str(LOGS / "table.csv"), "--model", "llama-3-8b", "--gpu", "h100", "--gpus", "8", "--tp", "4",
-      "--seq-len", "4096", "--target-gpus", "1002"), "target_gpus: got 1002; a multiple of tp x pp x cp = 4"),
+      "--seq-len", "4096", "--global-batch", "32", "--target-gpus", "1002"),
+     "target_gpus: got 1002; a multiple of tp x pp x cp = 4"),
 ])
 def test_cli_bad_input_one_line_exit_2(run_cmd, tmp_path, args, fragment):
     out = tmp_path / "c.json"

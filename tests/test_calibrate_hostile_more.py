@@ -25,7 +25,7 @@ def mg(elapsed="1000", batch="128", tflops="100", memory=""):
     text = "\n".join(line.format(i=i, e=elapsed, t=tflops, b=batch) for i in (1, 2, 3)) + "\n"
     if memory:
         text += (f"[Rank 0] (after 3 iterations) memory (MB) | allocated: 1 | max allocated: {memory} | "
-                 "reserved: 1 | max reserved: 1\n")
+                 f"reserved: 1 | max reserved: {memory}\n")  # reserved >= allocated (test_hostile_w25 (3))
     return text
 
 

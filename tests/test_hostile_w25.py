@@ -10,7 +10,20 @@ naming the field, exit 2):
     smallest stated length key, model_max_length where stated, times a rope_scaling factor but for llama3 / longrope
     / su and Gemma 3, from original_max_position_embeddings for YaRN), unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 (from
     0.5.4: absent from 0.5.3.post1's vllm/envs.py, present in 0.5.4's). Under vLLM it is now refused naming --context
-    (or --prompt) and the model's maximum (jobs/inference/context_limits.py); SGLang and TensorRT-LLM keep the note.
+    (or --prompt) and the model's maximum (jobs/inference/context_limits.py); SGLang and TensorRT-LLM keep the note;
+(3) a training log whose reserved peak is below its allocated one (a table's memory_reserved_gib under memory_gib, a
+    Megatron memory report's max reserved under max allocated) calibrated, exit 0, reading the allocated column alone:
+    PyTorch reserves every allocated byte, so such a log swapped columns or units; refused naming the reserved column
+    (adapters/log_records.check_reserved);
+(4) a table logging both tokens_per_s (the whole job) and tokens_per_s_per_device that disagree by a factor (100 vs
+    200 a device on 8 GPUs) calibrated from tokens_per_s alone, the other column ignored; refused naming
+    tokens_per_s_per_device (calibrate/log_checks.check_rates_agree);
+(5) a table logging step_time_s and tokens_per_s was fitted with the step time and the batch the flags give, whatever
+    tokens a step the log's own rates say (table.csv: 2.02 s x 64,887 tokens/s = 131,072 tokens, read with --tp 8
+    --seq-len 8192 as 1 sequence of 8,192 tokens: a compute factor 16x off, exit 0); refused naming --global-batch
+    and the batch the log implies (16 sequences of 8,192);
+(6) a torchtitan memory of '1e300' GiB was echoed as 'memory (GiB): got inf' (the bytes overflowed): now 'got
+    '1e300'' (adapters/training_logs._size).
 """
 
 from __future__ import annotations
@@ -158,3 +171,78 @@ def test_2_a_config_json_with_yarn_runs_to_its_scaled_length(run_cli, run_json, 
     assert run_json("infer", "--model", str(path), "--context", "100K", "--no-search")["inputs"]["context"] == 102400
     line = field_refusal(run_cli("infer", "--model", str(path), "--context", "131073", "--no-search"), "context")
     assert "must be at most 131,072" in line and "rope_scaling factor 4" in line, line
+
+
+# ---- (3)-(6) training logs whose columns contradict each other or the flags -----------------------------------------
+
+LOG_FLAGS = ("--model", "llama-3.1-8b", "--gpu", "h100", "--gpus", "8", "--seq-len", "4096")
+
+
+def _calibrate(run_cli, tmp_path, name: str, text: str, *flags: str):
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return run_cli("calibrate", str(path), *(flags or LOG_FLAGS)), str(path)
+
+
+def test_3_a_table_reserved_peak_below_the_allocated_one_is_refused(run_cli, tmp_path):
+    result, path = _calibrate(run_cli, tmp_path, "t.csv", "step,memory_gib,memory_reserved_gib\n1,60,10\n2,60,10\n")
+    assert field_refusal(result, "memory_reserved_gib") == (
+        f"error: memory_reserved_gib: got 10; in {path}, row 1: below memory_gib 60; PyTorch reserves every allocated "
+        "byte (reserved = allocated + cached), so the reserved peak is at least the allocated one: check the columns "
+        "and their units\n")
+    equal, _ = _calibrate(run_cli, tmp_path, "e.csv", "step,memory_gib,memory_reserved_gib\n1,60,60\n2,60,61.5\n")
+    assert equal[0] == 0, equal[2]
+
+
+def test_3_a_megatron_max_reserved_below_max_allocated_is_refused(run_cli, tmp_path):
+    iterations = "".join(f" iteration {i}/ 100 | elapsed time per iteration (ms): 5000.0 |\n" for i in (1, 2, 3))
+    report = "[Rank 0] (after 1 iterations) memory (MB) | allocated: 1 | max allocated: 12606 | reserved: 6 | " \
+             "max reserved: {}\n"
+    result, path = _calibrate(run_cli, tmp_path, "m.log", report.format(100) + iterations)
+    assert field_refusal(result, "max reserved (MB)").startswith(
+        f"error: max reserved (MB): got 100; in {path}: below max allocated (MB) 12606; PyTorch reserves")
+    kept, _ = _calibrate(run_cli, tmp_path, "k.log", report.format(17482) + iterations, *LOG_FLAGS, "--tp", "8")
+    assert kept[0] == 0, kept[2]
+
+
+def test_4_whole_job_and_per_device_rates_that_disagree_are_refused(run_cli, tmp_path):
+    # 200 tokens/s a device x 8 GPUs = 1,600, against a whole-job 100: a factor 16 apart
+    result, path = _calibrate(run_cli, tmp_path, "r.csv",
+                              "step,tokens_per_s,tokens_per_s_per_device\n1,100,200\n2,100,200\n")
+    assert field_refusal(result, "tokens_per_s_per_device") == (
+        f"error: tokens_per_s_per_device: got 200; in {path} (median): x 8 GPUs (--gpus) = 1,600 tokens/s, but "
+        "tokens_per_s (the whole job) is 100; the job's rate is the sum over its devices: check the columns and "
+        "--gpus\n")
+
+
+def test_4_rates_that_agree_within_5_percent_are_answered(run_cli, tmp_path):
+    # 8 x 8,000 = 64,000 against 65,536: 2.3 % apart (a per-device rate rounded as a log prints it)
+    result, _ = _calibrate(run_cli, tmp_path, "ok.csv", "step,tokens_per_s,tokens_per_s_per_device\n"
+                           "1,65536,8000\n2,65536,8000\n3,65536,8000\n", *LOG_FLAGS, "--tp", "8",
+                           "--global-batch", "32")
+    assert result[0] == 0, result[2]
+
+
+def test_5_a_step_and_rate_that_contradict_the_batch_are_refused(run_cli):
+    from pathlib import Path
+
+    table = str(Path(__file__).parent / "fixtures" / "logs" / "table.csv")
+    flags = ("--model", "llama-3-8b", "--gpu", "h100", "--gpus", "8", "--tp", "8", "--seq-len", "8192")
+    # after the warm-up row: median step 2.02 s (2.02, 2.00, 2.04) x median 64,887 tokens/s (64,887, 65,536,
+    # 64,251) = 131,071.7 tokens a step = 16.0 sequences of 8,192; the flags read dp 1 x micro-batch 1 = 1 sequence
+    line = field_refusal(run_cli("calibrate", table, *flags), "global_batch")
+    assert line == (f"error: global_batch: got 'not given'; 1 sequence x --seq-len 8,192 = 8,192 tokens a step "
+                    f"(--micro-batch x dp), but {table} logs 2.02 s a step at 64,887 tokens/s = 131,072 tokens a step "
+                    "= 16 sequences of 8,192: give --global-batch 16 (or check --seq-len and --gpus)\n")
+    given = field_refusal(run_cli("calibrate", table, *flags, "--global-batch", "4"), "global_batch")
+    assert given.startswith("error: global_batch: got 4; 4 sequences x --seq-len 8,192 = 32,768 tokens a step, but")
+    code, out, err = run_cli("calibrate", table, *flags, "--global-batch", "16")
+    assert code == 0 and out.startswith("Calibration from measurements"), err
+
+
+def test_6_a_memory_past_the_float_range_is_echoed_as_logged(run_cli, tmp_path):
+    line = ("[titan] 2026-02-24 19:46:17,508 - root - INFO - step:  {}  loss:  7.62585  grad_norm: 26.6250  memory: "
+            "1e300GiB(37.51%)  tps: 10,050  tflops: 314.71  mfu: 13.99%\n")
+    result, path = _calibrate(run_cli, tmp_path, "t.log", "".join(line.format(i) for i in (1, 2, 3)))
+    assert field_refusal(result, "memory") == (f"error: memory: got '1e300'; in {path}: overflows the float range in "
+                                               "bytes; a real run logs under 1e14 B\n")

@@ -192,7 +192,8 @@ def test_the_calibration_still_reads_and_the_api_refuses_the_same(run_json, tmp_
 # ---- 6. calibrate table cells read with float() --------------------------------------------------------------
 
 TABLE = (ROOT / "tests/fixtures/logs/table.csv").read_text().splitlines()
-TABLE_ARGS = ("--model", "llama-3-8b", "--gpu", "h100", "--gpus", "8", "--tp", "4", "--seq-len", "4096")
+TABLE_ARGS = ("--model", "llama-3-8b", "--gpu", "h100", "--gpus", "8", "--tp", "4", "--seq-len", "4096",
+              "--global-batch", "32")  # 2.02 s x 64,887 tokens/s = 131,072 tokens a step (test_hostile_w25 (5))
 
 
 @pytest.mark.parametrize("cell, fragment", [("٢.٠٢", "is not a number"), ("2_02", "is not a number"),

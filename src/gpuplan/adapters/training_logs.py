@@ -23,7 +23,7 @@ from typing import Any
 
 from gpuplan.adapters.files import parse_json
 from gpuplan.adapters.log_files import LogFile, LogText, csv_rows, is_json_lines, json_lines
-from gpuplan.adapters.log_records import GiB, LogRecord, LogSummary, MiB, TrainingLog, summarize
+from gpuplan.adapters.log_records import GiB, LogRecord, LogSummary, MiB, TrainingLog, check_reserved, summarize
 from gpuplan.errors import InputError
 
 __all__ = ["GiB", "MiB", "LogRecord", "LogSummary", "TrainingLog", "summarize", "parse_log", "parse_log_text",
@@ -90,7 +90,10 @@ def _size(text: str, unit: float, label: str, source: str) -> float:
     """A logged memory size ``text`` (in ``unit`` bytes) as bytes; InputError naming ``label`` where the text the
     pattern took is not a number: its digits are '\\d', which takes '９' (a full-width 9) and '1.2.3', which _num
     reads as None ('None * int': an internal error, exit 70)."""
-    return _logged(text, label, source, "a size written as an ASCII number, e.g. 66.91") * unit
+    size = _logged(text, label, source, "a size written as an ASCII number, e.g. 66.91")
+    if math.isfinite(size) and not math.isfinite(size * unit):  # '1e300' GiB: echoed as logged, not as 'inf' (w25)
+        raise InputError(label, text, f"in {source}: overflows the float range in bytes; a real run logs under 1e14 B")
+    return size * unit
 
 
 def _each_line(lines: Iterable[str] | str) -> Iterable[str]:
@@ -180,6 +183,7 @@ def parse_megatron(lines: Iterable[str] | str, source: str) -> TrainingLog:
         if memory:
             allocated = _size(memory.group(4), MiB, "max allocated", source)
             reserved = _size(memory.group(6), MiB, "max reserved", source)
+            check_reserved(allocated / MiB, reserved / MiB, ("max allocated (MB)", "max reserved (MB)"), source, "")
             max_allocated = max(allocated, max_allocated or 0.0)  # worst rank
             max_reserved = max(reserved, max_reserved or 0.0)
             continue
@@ -298,6 +302,9 @@ def parse_table(rows: Iterable[dict], source: str) -> TrainingLog:
                                            "memory_gib", "memory_reserved_gib")):
             raise InputError("file", source, f"row {i} has no step_time_s, tokens_per_s or memory_gib")
         memory, kind = values["memory_gib"], "allocated"
+        if memory is not None and values["memory_reserved_gib"] is not None:  # both peaks: reserved >= allocated
+            check_reserved(memory, values["memory_reserved_gib"], ("memory_gib", "memory_reserved_gib"), source,
+                           f", row {i}")
         if memory is None and values["memory_reserved_gib"] is not None:
             memory, kind = values["memory_reserved_gib"], "reserved"
         records.append(LogRecord(

@@ -11,7 +11,7 @@ import math
 from typing import Any
 
 from gpuplan.adapters.training_logs import GiB, MiB, TrainingLog
-from gpuplan.errors import InputError
+from gpuplan.errors import InputError, whole_or
 
 # record field -> (lowest, highest, lowest allowed itself?) in SI units
 BOUNDS = {"step_time_s": (1e-4, 1e6, True), "tokens_per_s": (0.0, 1e14, False),
@@ -112,6 +112,38 @@ def check_step_time(step: float, source: str, field: str, rate: float) -> None:
     if not low <= step <= high:
         raise InputError(field, rate, f"in {source} (median): implies {step:.3g} s per step (batch x sequence / "
                          f"rate); a real step takes {low:g} to {high:g} s; check the log and --global-batch/--seq-len")
+
+
+RATE_AGREEMENT = 0.05
+"""How far a log's own rates may disagree (a table's medians of rounded columns: a step time printed to 3 digits and a
+rate to 5 agree within 0.5 %; 5 % leaves room for steps of uneven length, and is far below a wrong batch or GPU
+count, which is off by a whole factor)."""
+
+
+def check_rates_agree(summary: Any, gpus: int, batch: int, seq_len: int, source: str, fmt: str,
+                      batch_given: bool) -> None:
+    """A log's rates against each other and the flags (hostile w25: each was read alone, the rest ignored): the whole
+    job's tokens_per_s is its devices' sum, tokens_per_s_per_device x --gpus; and a logged step time x tokens per
+    second is the tokens a step, --global-batch x --seq-len. The step time is fitted with the batch's FLOPs, so a
+    batch the log contradicts fits a factor off by that ratio."""
+    total, per, step = summary.tokens_per_s, summary.tokens_per_s_per_device, summary.step_time_s
+    if total and per and abs(per * gpus - total) > RATE_AGREEMENT * total:
+        raise InputError(label(fmt, "tokens_per_s_per_device")[0], whole_or(per), f"in {source} (median): x {gpus:,} GPUs "
+                         f"(--gpus) = {per * gpus:,.0f} tokens/s, but tokens_per_s (the whole job) is {total:,.0f}; "
+                         "the job's rate is the sum over its devices: check the columns and --gpus")
+    rate = total or (per * gpus if per else None)
+    if not (step and rate):
+        return
+    logged, read = step * rate, batch * seq_len
+    if abs(logged - read) <= RATE_AGREEMENT * logged:
+        return
+    whole = round(logged / seq_len)
+    hint = (f" = {whole:,} sequences of {seq_len:,}: give --global-batch {whole}" if whole >= 1 and
+            abs(whole * seq_len - logged) <= RATE_AGREEMENT * logged else f"; no whole batch of --seq-len {seq_len:,}")
+    raise InputError("global_batch", batch if batch_given else "not given", f"{batch:,} sequence{'s' * (batch != 1)} x --seq-len "
+                     f"{seq_len:,} = {read:,} tokens a step{'' if batch_given else ' (--micro-batch x dp)'}, but "
+                     f"{source} logs {step:.4g} s a step at {rate:,.0f} tokens/s = {logged:,.0f} tokens a step"
+                     f"{hint} (or check --seq-len and --gpus)")
 
 
 def check_step_flops(step: float, tokens: float, gpus: int, model: str, gpu: Any, source: str) -> None:

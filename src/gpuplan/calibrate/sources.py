@@ -18,6 +18,7 @@ from gpuplan.calibrate.log_checks import (
     check_layout_given,
     check_step_flops,
     check_log,
+    check_rates_agree,
     check_step_time,
     label,
 )
@@ -77,6 +78,7 @@ def measurement_from_log(log: TrainingLog, context: LogContext) -> Measurement:
     dense = accelerator.peak(context.dtype) if accelerator.has_dtype(context.dtype) else None
     unchecked = check_log_trained_model(log, model, seq_len, gpus, batch, context.recompute, dense,
                                         mfu_peak_conventions(accelerator, context.dtype) if dense else ())
+    check_rates_agree(summary, gpus, batch, seq_len, source, fmt, bool(context.global_batch or logged))
     return check_layout_given(Measurement(
         source=source, kind=fmt, model=model, seq_len=seq_len, world_size=gpus, gpu=gpu, device="cuda",
         tp=context.tp, pp=context.pp, ep=context.ep, zero=zero if context.zero is None else context.zero,
