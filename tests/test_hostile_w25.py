@@ -22,6 +22,10 @@ naming the field, exit 2):
     tokens a step the log's own rates say (table.csv: 2.02 s x 64,887 tokens/s = 131,072 tokens, read with --tp 8
     --seq-len 8192 as 1 sequence of 8,192 tokens: a compute factor 16x off, exit 0); refused naming --global-batch
     and the batch the log implies (16 sequences of 8,192);
+(7) a trainer_state.json whose global_step differs from its final entry's step (999 vs 10), or whose
+    train_runtime x train_steps_per_second is not its max_steps (100 s x 5 = 500 against 10), calibrated from the
+    final step alone (10 s a step); refused naming global_step / train_steps_per_second
+    (adapters/log_records.check_hf_steps: speed_metrics writes round(max_steps / runtime, 3));
 (6) a torchtitan memory of '1e300' GiB was echoed as 'memory (GiB): got inf' (the bytes overflowed): now 'got
     '1e300'' (adapters/training_logs._size).
 """
@@ -246,3 +250,35 @@ def test_6_a_memory_past_the_float_range_is_echoed_as_logged(run_cli, tmp_path):
     result, path = _calibrate(run_cli, tmp_path, "t.log", "".join(line.format(i) for i in (1, 2, 3)))
     assert field_refusal(result, "memory") == (f"error: memory: got '1e300'; in {path}: overflows the float range in "
                                                "bytes; a real run logs under 1e14 B\n")
+
+
+def _state(**final) -> str:
+    entry = {"step": 10, "train_runtime": 100.0, "train_steps_per_second": 0.1, "train_samples_per_second": 0.8,
+             "train_loss": 2.0, **final.pop("entry", {})}
+    return json.dumps({"log_history": [{"loss": 2.0, "step": 5}, entry], "global_step": 10, "max_steps": 10, **final})
+
+
+HF_FLAGS = ("--model", "llama-3.1-8b", "--gpu", "h100", "--gpus", "8", "--seq-len", "4096", "--tp", "8")
+
+
+def test_7_a_trainer_state_whose_counts_disagree_is_refused(run_cli, tmp_path):
+    result, path = _calibrate(run_cli, tmp_path, "g.json", _state(global_step=999), *HF_FLAGS)
+    assert field_refusal(result, "global_step") == (
+        f"error: global_step: got 999; in {path}: the final entry logs step 10; trainer_state.json saves the two equal "
+        "at the end of training: give one run's file\n")
+    result, path = _calibrate(run_cli, tmp_path, "s.json", _state(entry={"train_steps_per_second": 5.0}), *HF_FLAGS)
+    assert field_refusal(result, "train_steps_per_second") == (
+        f"error: train_steps_per_second: got 5; in {path}: x train_runtime 100 s = 500 steps, but max_steps is 10; the "
+        "Trainer writes max_steps / train_runtime (speed_metrics): give one run's file\n")
+
+
+def test_7_the_fixture_and_a_consistent_state_are_answered(run_cli, tmp_path):
+    from pathlib import Path
+
+    # the fixture: 21,062.2956 s x 0.138 steps/s = 2,906.6 steps against max_steps 2,907 (0.138 is rounded)
+    fixture = str(Path(__file__).parent / "fixtures" / "logs" / "hf_trainer_state.json")
+    code, _, err = run_cli("calibrate", fixture, "--model", "llama-3.1-8b", "--gpu", "h100", "--gpus", "1",
+                           "--seq-len", "512")
+    assert code == 0, err
+    result, _ = _calibrate(run_cli, tmp_path, "ok.json", _state(), *HF_FLAGS)
+    assert result[0] == 0, result[2]

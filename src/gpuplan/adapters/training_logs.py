@@ -23,7 +23,7 @@ from typing import Any
 
 from gpuplan.adapters.files import parse_json
 from gpuplan.adapters.log_files import LogFile, LogText, csv_rows, is_json_lines, json_lines
-from gpuplan.adapters.log_records import GiB, LogRecord, LogSummary, MiB, TrainingLog, check_reserved, summarize
+from gpuplan.adapters.log_records import GiB, LogRecord, LogSummary, MiB, TrainingLog, check_hf_steps, check_reserved, summarize
 from gpuplan.errors import InputError
 
 __all__ = ["GiB", "MiB", "LogRecord", "LogSummary", "TrainingLog", "summarize", "parse_log", "parse_log_text",
@@ -218,7 +218,7 @@ def parse_megatron(lines: Iterable[str] | str, source: str) -> TrainingLog:
 # train_samples_per_second, train_steps_per_second; huggingface/transformers#11818) and
 # TrainerState.log_history. train_runtime covers the whole train() call, evaluation included.
 
-def parse_hf_entries(entries: list, source: str, global_step: Any = None) -> TrainingLog:
+def parse_hf_entries(entries: list, source: str, global_step: Any = None, max_steps: Any = None) -> TrainingLog:
     for bad in (e for e in entries if not isinstance(e, dict)):
         raise InputError("log_history", bad, f"in {source}: every entry must be an object ({{'loss': ...}})")
     final = next((e for e in reversed(entries) if "train_runtime" in e), None)
@@ -236,6 +236,7 @@ def parse_hf_entries(entries: list, source: str, global_step: Any = None) -> Tra
         steps = whole(round(runtime * steps_per_s), "train_runtime x train_steps_per_second", source, " (steps)")
     if not runtime or not steps:
         raise InputError("file", source, "the final Trainer entry lacks train_runtime or the step count")
+    check_hf_steps(steps, global_step, max_steps, runtime, steps_per_s, source)
     eval_seconds = sum(_hf_rate(e, "eval_runtime", source) or 0.0 for e in entries)
     if eval_seconds >= runtime:
         raise InputError("eval_runtime", eval_seconds, f"in {source}: evaluation (summed) must take less than "
@@ -346,7 +347,7 @@ def parse_log(log: LogFile | LogText, fmt: str | None = None) -> TrainingLog:
     if fmt == "table" or (fmt == "hf-trainer" and _JSON_OBJECT.match(log.head_text.lstrip())):
         data = _structured(log)
         if isinstance(data, dict) and isinstance(data.get("log_history"), list):
-            return parse_hf_entries(data["log_history"], source, data.get("global_step"))
+            return parse_hf_entries(data["log_history"], source, data.get("global_step"), data.get("max_steps"))
         if isinstance(data, dict) and isinstance(data.get("records"), list):
             data = data["records"]
         if isinstance(data, dict) or not isinstance(data, list | Iterator):
