@@ -7,7 +7,7 @@ over a gloo process group of ``--world-size`` CPU processes, under a TorchDispat
 every copy-like op outside the layers' own matmuls with the bytes it reads + writes.
 
 Usage: python scripts/fsdp_copy_census.py [--world-size 2] [--width 256] [--layers 3] [--json]
-       [--pipeline-micro-batches M]
+       [--pipeline-micro-batches M[,M...]]
 --pipeline-micro-batches M runs M forward + backward passes the way torch.distributed.pipelining drives
 an FSDP2 stage (torch 2.13 stage.py backward_maybe_with_nosync: gradient sync and resharding off for
 every backward; perform_reduce_grad: each group's post_backward once at the end, then the root's final
@@ -64,14 +64,29 @@ def _pipeline_step(model, x, micro_batches: int) -> None:
 
 
 def _worker(rank: int, world: int, width: int, layers: int, port: int, as_json: bool,
-            pipeline_micro_batches: int = 0) -> None:
-    import torch
+            pipeline_micro_batches: tuple[int, ...] = (0,)) -> None:
     import torch.distributed as dist
-    from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
-    from torch.utils._python_dispatch import TorchDispatchMode
 
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     dist.init_process_group("gloo", rank=rank, world_size=world)
+    for micro_batches in pipeline_micro_batches:  # each case a fresh model, wrapped and recorded on its own
+        _census(rank, world, width, layers, as_json, micro_batches)
+    dist.barrier()  # neither rank tears gloo down while the other still has a collective in flight
+    dist.destroy_process_group()
+    sys.stdout.flush()
+    # End the worker without the interpreter's teardown: a gloo thread still joinable when C++'s
+    # static destructors run aborts the process ("terminate called without an active exception"),
+    # about one run in six on this machine, after the census is complete.
+    os._exit(0)
+
+
+def _census(rank: int, world: int, width: int, layers: int, as_json: bool, pipeline_micro_batches: int) -> None:
+    """One case: a fresh stack of ``layers`` Linear(width, width) wrapped by fully_shard, one plain pass (0) or
+    ``pipeline_micro_batches`` passes as pipelining drives a stage, its copy-like ops printed by rank 0."""
+    import torch
+    from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
+    from torch.utils._python_dispatch import TorchDispatchMode
+
     torch.manual_seed(0)
     model = torch.nn.Sequential(*[torch.nn.Linear(width, width, bias=False) for _ in range(layers)])
     mp = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
@@ -109,19 +124,13 @@ def _worker(rank: int, world: int, width: int, layers: int, port: int, as_json: 
             model(x).float().sum().backward()
     if rank == 0 and as_json:
         print(json.dumps({"world_size": world, "parameters": layers * width * width,
+                          "pipeline_micro_batches": pipeline_micro_batches,
                           "ops": {name: {"count": c, "bytes": b} for name, (c, b) in records.items()}}))
     elif rank == 0:
         params = layers * width * width
         print(f"world size {world}, {layers} x Linear({width}, {width}): {params} parameters (unsharded)")
         for name, (count, nbytes) in sorted(records.items()):
             print(f"  {name:32s} {count:3d} ops  {nbytes / params:6.3f} B per parameter")
-    dist.barrier()  # neither rank tears gloo down while the other still has a collective in flight
-    dist.destroy_process_group()
-    sys.stdout.flush()
-    # End the worker without the interpreter's teardown: a gloo thread still joinable when C++'s
-    # static destructors run aborts the process ("terminate called without an active exception"),
-    # about one run in six on this machine, after the census is complete.
-    os._exit(0)
 
 
 def main() -> None:
@@ -133,16 +142,23 @@ def main() -> None:
     p.add_argument("--layers", type=int, default=3)
     p.add_argument("--json", action="store_true", help="one JSON line: op -> count, bytes read + written")
     p.add_argument("--port", type=int, default=0, help="gloo rendezvous port (0: a free one)")
-    p.add_argument("--pipeline-micro-batches", type=int, default=0,
-                   help="run M passes as torch.distributed.pipelining drives an FSDP2 stage (0: one plain pass)")
+    p.add_argument("--pipeline-micro-batches", default="0",
+                   help="run M passes as torch.distributed.pipelining drives an FSDP2 stage (0: one plain pass); "
+                        "a comma list (0,1,3) runs each case in turn in one process group, a line each")
     a = p.parse_args()
+    try:
+        cases = tuple(int(m) for m in a.pipeline_micro_batches.split(","))
+    except ValueError:
+        p.error(f"--pipeline-micro-batches takes whole numbers >= 0, comma-separated; got {a.pipeline_micro_batches!r}")
+    if any(m < 0 for m in cases):
+        p.error(f"--pipeline-micro-batches takes whole numbers >= 0; got {a.pipeline_micro_batches!r}")
     if not a.port:
         import socket
 
         with socket.socket() as sock:
             sock.bind(("127.0.0.1", 0))
             a.port = sock.getsockname()[1]
-    mp.spawn(_worker, args=(a.world_size, a.width, a.layers, a.port, a.json, a.pipeline_micro_batches),
+    mp.spawn(_worker, args=(a.world_size, a.width, a.layers, a.port, a.json, cases),
              nprocs=a.world_size, join=True)
 
 

@@ -139,6 +139,30 @@ def planner_choice_cases_once() -> list:
     return list(_computed_once("gpuplan.jobs.validation.planner_choice", "planner_choice_cases"))
 
 
+def fsdp_copy_census() -> tuple:
+    """scripts/fsdp_copy_census.py's three cases of two bias-free Linear(64, 64) layers on 2 gloo ranks (one plain
+    pass, then 1 and 3 micro-batches as torch.distributed.pipelining drives a stage), run once in one process group
+    for test_fsdp_copies.py and test_fsdp_pipeline_grads.py: ((micro-batches, ops), ...), each case's ops as the
+    script prints them (a case alone prints the same line: checked when the cases were merged, 2026-12-07). One run,
+    not three: each started torch in a parent and two spawned ranks, ~5.5 s CPU a run on the 2-core host."""
+    import json
+    import subprocess
+    import sys
+
+    script = Path(__file__).resolve().parents[1] / "scripts/fsdp_copy_census.py"
+    done = subprocess.run([sys.executable, str(script), "--world-size", "2", "--width", "64", "--layers", "2",
+                           "--json", "--pipeline-micro-batches", "0,1,3"], capture_output=True, text=True,
+                          timeout=180, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    lines = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    return tuple((line["pipeline_micro_batches"], line["ops"]) for line in lines)
+
+
+def fsdp_copy_census_ops(micro_batches: int) -> dict:
+    """The ops of fsdp_copy_census()'s case of ``micro_batches`` (0: one plain pass), computed once a test run."""
+    return dict(_computed_once("helpers", "fsdp_copy_census"))[micro_batches]
+
+
 def serving_cases_by_id() -> dict[str, tuple]:
     """jobs.validation.inference.inference_validation_cases() by case id (its first field)."""
     from gpuplan.jobs.validation import inference

@@ -1,11 +1,6 @@
 """FSDP2's copy-out and gradient copy-in on the compute stream (core/time/titan_ops.fsdp_copy_seconds),
 checked by hand and against the copies torch's own fully_shard issues (scripts/fsdp_copy_census.py)."""
 
-import json
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
 from helpers import op_class_values
 
@@ -13,7 +8,6 @@ from gpuplan.catalog import load_model
 from gpuplan.core.time import titan_ops as T
 from gpuplan.core.time.memory_kernels import HBM_STREAM_EFFICIENCY
 
-ROOT = Path(__file__).resolve().parents[1]
 # HBM peak such that the achieved rate is exactly 1e12 B/s (89% efficiency of core.time.memory_kernels)
 ONE_TB = 1e12 / HBM_STREAM_EFFICIENCY
 
@@ -23,13 +17,10 @@ def test_bytes_per_parameter_match_torchs_fully_shard():
     rule (the last layer kept gathered): 2 forward all-gathers + 1 backward re-gather copy out
     2 + 2 B per parameter of their layer, 2 reduce-scatters copy in 2 + 4 B (bf16 -> fp32)."""
     pytest.importorskip("torch")
-    done = subprocess.run([sys.executable, str(ROOT / "scripts/fsdp_copy_census.py"), "--world-size", "2",
-                           "--width", "64", "--layers", "2", "--json"], capture_output=True, text=True, timeout=120,
-                          check=False)
-    assert done.returncode == 0, done.stderr[-2000:]
-    census = json.loads(done.stdout.strip().splitlines()[-1])
+    from helpers import fsdp_copy_census_ops
+
     per_layer = 64 * 64
-    ops = census["ops"]
+    ops = fsdp_copy_census_ops(0)  # the script's plain pass (scripts/fsdp_copy_census.py, run once a test run)
     assert ops["fsdp::split_with_sizes_copy"]["count"] == 3
     assert ops["fsdp::split_with_sizes_copy"]["bytes"] == 3 * T.FSDP_COPY_OUT_BYTES * per_layer == 49_152
     assert ops["fsdp::chunk_cat"]["count"] == 2

@@ -5,9 +5,6 @@ own fully_shard does when driven as torch.distributed.pipelining drives a stage
 (scripts/fsdp_copy_census.py --pipeline-micro-batches). Nothing here is fitted."""
 
 import json
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
@@ -17,16 +14,15 @@ from gpuplan.core.model.spec import count_parameters
 from gpuplan.core.time import titan_ops as T
 from gpuplan.core.time.memory_kernels import HBM_STREAM_EFFICIENCY, KERNEL_FIXED_SECONDS
 
-ROOT = Path(__file__).resolve().parents[1]
 ONE_TB = 1e12 / HBM_STREAM_EFFICIENCY  # achieved rate exactly 1e12 B/s
 
 
 def _census(micro_batches: int) -> dict:
-    done = subprocess.run([sys.executable, str(ROOT / "scripts/fsdp_copy_census.py"), "--world-size", "2",
-                           "--width", "64", "--layers", "2", "--json", "--pipeline-micro-batches",
-                           str(micro_batches)], capture_output=True, text=True, timeout=120, check=False)
-    assert done.returncode == 0, done.stderr[-2000:]
-    return json.loads(done.stdout.strip().splitlines()[-1])["ops"]
+    """scripts/fsdp_copy_census.py --pipeline-micro-batches M's ops (helpers.fsdp_copy_census: the three cases
+    this file and test_fsdp_copies.py read, run once a test run)."""
+    from helpers import fsdp_copy_census_ops
+
+    return fsdp_copy_census_ops(micro_batches)
 
 
 def test_torchs_fully_shard_keeps_pipeline_gradients_in_fp32():

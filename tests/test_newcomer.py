@@ -440,8 +440,13 @@ def test_the_readme_test_command_is_ci_run():
     ci = (root / ".ci" / "run").read_text(encoding="utf-8")
     lines = [line.split("#")[0].strip() for line in ci.splitlines()]
     torch = next(i for i, line in enumerate(lines) if line.startswith("pip install") and "torch==2.13.0" in line)
-    extras = next(i for i, line in enumerate(lines) if "pip install -q -e '.[test,profile,web,plot]'" in line)
-    assert torch < extras and lines[-1] == "python -m pytest"  # the pinned torch first: no CUDA build pulled
+    extras = next(i for i, line in enumerate(lines) if "pip install -q --no-compile -e '.[test,profile,web,plot]'" in line)
+    compiled = next(i for i, line in enumerate(lines) if line.startswith("python -m compileall"))
+    # the pinned torch first (no CUDA build pulled); the bytecode pip was told not to write is compiled before any
+    # process imports torch (CI runs with PYTHONDONTWRITEBYTECODE=1)
+    imports_torch = next(i for i, line in enumerate(lines) if "import sys, torch" in line)
+    assert torch < extras < compiled < imports_torch and lines[-1] == "python -m pytest"
+    assert "--no-compile" in lines[torch] and "purelib" in lines[compiled]
     assert "fonts-wqy-microhei" in ci and "chromium" in ci  # the CJK plot test and the page's tests run in CI
 
 
