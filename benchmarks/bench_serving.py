@@ -9,6 +9,8 @@ Goal (issue 16): the README's sizing example finishes in under a second, CLI sta
 from __future__ import annotations
 
 import argparse
+import os
+import resource
 import subprocess
 import sys
 import time
@@ -42,20 +44,24 @@ def main() -> None:
     split = inputs.model_copy(update={"disaggregate": True})
     disaggregated = median_seconds(lambda: first(split), 5)
     fresh = sorted(_fresh_answer_seconds() for _ in range(3))[1]
-    walls = []
-    for _ in range(3):
-        start = time.perf_counter()
+    walls, cpus = [], []
+    for _ in range(5):  # the child's user + sys CPU beside its wall time: on a loaded host the wall is the CPU's share
+        before, start = resource.getrusage(resource.RUSAGE_CHILDREN), time.perf_counter()
         subprocess.run([sys.executable, "-m", "gpuplan", *COMMAND], check=True, capture_output=True)
         walls.append(time.perf_counter() - start)
-    walls.sort()
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpus.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
+    load = os.getloadavg()[0]
     publish([("sizing estimate (Python API, median of 10), a first answer", f"{estimate * 1e3:.0f} ms", "< 1 s"),
              ("the same asked again (decode steps kept: core/serving/step_memo.py)", f"{again * 1e3:.0f} ms", "-"),
              ("a first answer in a fresh process, after its imports (kernels' NCCL table empty; median of 3)",
               f"{fresh * 1e3:.0f} ms", "-"),
              ("the same with --disaggregate: prefill and decode pools, a first answer (median of 5)",
               f"{disaggregated * 1e3:.0f} ms", "< 1 s"),
-             ("`gpuplan infer ... --rps 20` wall time, start-up included (median of 3)", f"{walls[1]:.2f} s",
-              "< 1 s")], args.write, "Serving sizing (benchmarks/bench_serving.py)")
+             (f"`gpuplan infer ... --rps 20` wall time, start-up included (median of 5; load average {load:.1f})",
+              f"{sorted(walls)[2]:.2f} s", "< 1 s"),
+             ("the same, the process's user + sys CPU (median of 5)", f"{sorted(cpus)[2]:.2f} s", "-")],
+            args.write, "Serving sizing (benchmarks/bench_serving.py)")
 
 
 FRESH = """

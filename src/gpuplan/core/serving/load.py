@@ -104,9 +104,14 @@ def replica_at(rate: float, prefill_s: float, decode_s: Callable[[int], float], 
 
 
 def max_rate(target: LoadTarget, prefill_s: float, decode_s: Callable[[int], float], output: int,
-             max_sequences: int, path_s: float = 0.0) -> ReplicaLoad | None:
+             max_sequences: int, path_s: float = 0.0,
+             useless: Callable[[float], bool] | None = None) -> ReplicaLoad | None:
     """The highest rate one replica sustains within the target and its KV capacity
-    (``max_sequences`` in flight); None when even a trickle misses the target."""
+    (``max_sequences`` in flight); None when even a trickle misses the target. ``useless(hi)``: True where the caller
+    has no use for any rate below ``hi`` (it must hold for every lower rate when it holds at hi): None as soon as it
+    holds at the search's upper end, above every rate the search could still return (its lower end only rises, below
+    the upper end), so no more steps are timed (jobs/inference/sizing.size_for_target: a TP that cannot take fewer
+    GPUs than a smaller one kept)."""
     def ok(rate: float) -> ReplicaLoad | None:
         # the TTFT p99 reads no decode step (replica_at's, as ReplicaLoad.meets compares it): a rate it rules out
         # times none (508 of the README sizing's 2,089 probes; docs/performance.md, 'Serving sizing')
@@ -116,11 +121,12 @@ def max_rate(target: LoadTarget, prefill_s: float, decode_s: Callable[[int], flo
         load = replica_at(rate, prefill_s, decode_s, output, max_sequences, path_s)
         return load if load and load.meets(target) and load.in_flight <= max_sequences else None
 
-    low = ok(1e-6)
-    if low is None:
-        return None
     lo, hi = 1e-6, 1.0 / prefill_s
+    if useless is not None and useless(hi) or ok(1e-6) is None:
+        return None
     while hi - lo > 1e-4 * lo:  # feasibility is monotone in the rate; 0.01% is plenty
+        if useless is not None and useless(hi):
+            return None
         mid = (lo + hi) / 2
         if ok(mid) is not None:
             lo = mid

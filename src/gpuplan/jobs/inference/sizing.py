@@ -128,9 +128,11 @@ def size_for_target(plan: Plan, target: LoadTarget, price: float | None = None, 
                     timed: dict[str, dict] | None = None, cheapest_per_type: bool = False) -> list[SizedConfig]:
     """Every (GPU type, TP) that meets the target, cheapest first; GPU types where vLLM would refuse
     the user's --max-num-seqs (scheduler_refusal) are left out. ``timed``: replica_steps_by_gpu, if already timed.
-    ``cheapest_per_type``: a TP is not searched where load.fewest_replicas shows it cannot take fewer GPUs than a
-    smaller TP kept on its type (one price a type, so never cheaper; on a tie the smaller TP sorts first): each type's
-    first configuration, all an answer reads (sizing_section, sizing_table, disaggregated_section), is the same."""
+    ``cheapest_per_type``: a TP is not searched, or its rate search stops, where it cannot take fewer GPUs than a
+    smaller TP kept on its type (load.fewest_replicas from its prefill; max_rate's ``useless`` at the search's upper
+    end; replicas_for never falls as the rate rises): one price a type, so never cheaper; on a tie the smaller TP
+    sorts first. Each type's first configuration, all an answer reads (sizing_section, sizing_table,
+    disaggregated_section), is the same."""
     found, hold = [], RP.server_hold_seconds(plan.setup.runtime, plan.prompt)
     for gpu in serving_gpus(plan):
         fewest = None  # GPUs of the smallest configuration kept on this type
@@ -143,7 +145,9 @@ def size_for_target(plan: Plan, target: LoadTarget, price: float | None = None, 
             prefill, decode, cap = steps[tp]
             if prune and fewest is not None and tp * fewest_replicas(target, prefill, hold) >= fewest:
                 continue
-            replica = max_rate(target, prefill, decode, plan.output, cap, hold)
+            useless = (lambda hi, tp=tp, kept=fewest: tp * replicas_for(target, _rated(hi)) >= kept) if (
+                prune and fewest) else None
+            replica = max_rate(target, prefill, decode, plan.output, cap, hold, useless)
             if replica is None:
                 continue
             found.append(SizedConfig(gpu, tp, replica, replicas_for(target, replica), cost, source,
