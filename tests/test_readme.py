@@ -71,3 +71,25 @@ def test_the_trial_loop_runs_in_order_on_a_cpu(tmp_path):
         assert all((tmp_path / name).is_file() for name in out), command
         ran.append(argv[0] + " " + argv[1] if argv[0] == "gpuplan" else argv[0])
     assert ran == ["gpuplan profile", "torchrun", "gpuplan calibrate", "gpuplan plan", "gpuplan report"]
+    _the_trials_make_sense(tmp_path / "trial.json", tmp_path / "trial-fsdp.json")
+
+
+def _the_trials_make_sense(single, fsdp) -> None:
+    """What the loop's two trials wrote, read as calibrate reads it: pythia-70m at 1 x 512 tokens a rank; the
+    torchrun trial is FSDP2 (profile's default under torchrun) on 2 gloo ranks, rank 0 writing both ranks' peaks;
+    each memory estimate within 1% of the peak it measured (as tests/test_trial.py holds its tiny model, whose
+    FSDP2 case this is: one torchrun run of the suite's, not two); gloo's communication has no step model, so the
+    FSDP2 trial states no predicted step time."""
+    from gpuplan.profile.measurement_file import read_measurement
+
+    alone, sharded = read_measurement(single), read_measurement(fsdp)
+    assert alone["environment"]["world_size"] == 1 and alone["results"]["tokens_per_step"] == 512
+    assert abs(alone["results"]["estimate"]["memory_error"]) < 0.01
+    steps = alone["results"]["step_time_s"]  # the README's --steps 2, timed after its --warmup 1
+    assert len(steps["per_step"]) == 2 and 0 < steps["min"] <= steps["median"] <= steps["max"]
+    env, res = sharded["environment"], sharded["results"]
+    assert (env["world_size"], env["backend"], sharded["config"]["settings"]["parallelism"]) == (2, "gloo", "fsdp2")
+    assert res["tokens_per_step"] == 2 * 1 * 512  # data parallel over both ranks
+    assert len(res["memory"]["per_rank_peak_allocated_bytes"]) == 2
+    assert abs(res["estimate"]["memory_error"]) < 0.01
+    assert res["estimate"]["step_time_s"] is None
