@@ -22,12 +22,17 @@ naming the field, exit 2):
     tokens a step the log's own rates say (table.csv: 2.02 s x 64,887 tokens/s = 131,072 tokens, read with --tp 8
     --seq-len 8192 as 1 sequence of 8,192 tokens: a compute factor 16x off, exit 0); refused naming --global-batch
     and the batch the log implies (16 sequences of 8,192);
+(6) a torchtitan memory of '1e300' GiB was echoed as 'memory (GiB): got inf' (the bytes overflowed): now 'got
+    '1e300'' (adapters/training_logs._size);
 (7) a trainer_state.json whose global_step differs from its final entry's step (999 vs 10), or whose
     train_runtime x train_steps_per_second is not its max_steps (100 s x 5 = 500 against 10), calibrated from the
     final step alone (10 s a step); refused naming global_step / train_steps_per_second
     (adapters/log_records.check_hf_steps: speed_metrics writes round(max_steps / runtime, 3));
-(6) a torchtitan memory of '1e300' GiB was echoed as 'memory (GiB): got inf' (the bytes overflowed): now 'got
-    '1e300'' (adapters/training_logs._size).
+(8) a config.json of a type gpuplan reads flat (llama, mistral, qwen2 ...) that also nests a text_config was read
+    from the nested mapping (hidden 512 where the top level says 256: 16.7 MB of weights for 6.3), where
+    LlamaForCausalLM builds from the top-level fields and transformers keeps text_config as an unread attribute;
+    refused naming text_config at every door (adapters/architectures.language_config); a VLM type (llava, gemma3)
+    still reads its text_config.
 """
 
 from __future__ import annotations
@@ -282,3 +287,31 @@ def test_7_the_fixture_and_a_consistent_state_are_answered(run_cli, tmp_path):
     assert code == 0, err
     result, _ = _calibrate(run_cli, tmp_path, "ok.json", _state(), *HF_FLAGS)
     assert result[0] == 0, result[2]
+
+
+LLAMA = {"model_type": "llama", "hidden_size": 256, "num_hidden_layers": 4, "num_attention_heads": 8,
+         "num_key_value_heads": 8, "intermediate_size": 512, "vocab_size": 1000, "max_position_embeddings": 4096}
+
+
+def test_8_a_text_config_inside_a_flat_decoder_type_is_refused_at_every_door(run_cli, client, tmp_path):
+    config = {**LLAMA, "text_config": {**LLAMA, "hidden_size": 512}}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config), encoding="utf-8")
+    words = ("text_config: got 'a mapping of 8 keys'; a llama config's modeling file reads its top-level fields, not "
+             "a nested text_config (a multimodal model's): remove text_config, or give the multimodal model's own "
+             "model_type (e.g. llava)")
+    for job in (("memory", str(path), "--gpus", "1"), ("infer", "--model", str(path), "--no-search"),
+                ("plan", str(path), "--gpus", "8", "--tokens", "1e9")):
+        assert field_refusal(run_cli(*job), "config.json: text_config") == f"error: config.json: {words}\n", job
+    web = web_refusal(client.post("/api/inference", json={"config": config}), "config.json: text_config")
+    assert web == f"config.json: {words}"
+
+
+def test_8_a_multimodal_type_still_reads_its_text_config(run_json, tmp_path):
+    """llava (not a type gpuplan reads flat) nests the Llama: its weights are the flat Llama's exactly."""
+    config = {"model_type": "llava", "text_config": LLAMA}
+    flat, nested = tmp_path / "flat.json", tmp_path / "nested.json"
+    flat.write_text(json.dumps(LLAMA), encoding="utf-8")
+    nested.write_text(json.dumps(config), encoding="utf-8")
+    weights = [run_json("infer", "--model", str(p), "--no-search")["results"]["weights_per_gpu"] for p in (flat, nested)]
+    assert weights[0] == weights[1] > 0

@@ -39,6 +39,36 @@ def family(class_name: str) -> str:
     return _HEAD.sub("", class_name).replace("_", "").lower()
 
 
+NESTING_TYPES = ("gemma3",)
+"""Supported model types whose config wraps the language model in ``text_config`` (Gemma3ForConditionalGeneration:
+a gemma3_text config inside); every other supported type's modeling file reads its own top-level fields."""
+
+
+def language_config(config: dict[str, Any], text_types: Any) -> dict[str, Any]:
+    """The language-model part of a config: VLM configs nest it under ``text_config`` (merged over the top level).
+    A text_config inside a decoder type of ``text_types`` (a Llama, Mistral, Qwen2 ...) is refused: its modeling file
+    builds the model from the top-level fields (LlamaForCausalLM reads config.hidden_size) and transformers keeps the
+    nested mapping as an unread attribute, so the two descriptions contradict (hostile w25: the nested one was read,
+    a model of another size than the one transformers builds)."""
+    if not isinstance(config, dict):
+        raise InputError("config.json", config, "expected a JSON object ({...}) at the top level")
+    inner = config.get("text_config")
+    if inner is not None and not isinstance(inner, dict):
+        raise InputError("config.json: text_config", inner, "expected a mapping (a VLM's language model), or null")
+    if not (isinstance(inner, dict) and inner):
+        return config
+    outer = config.get("model_type")
+    if isinstance(outer, str) and outer in text_types and outer not in NESTING_TYPES:
+        raise InputError("config.json: text_config", f"a mapping of {len(inner)} keys", f"a {outer} config's "
+                         "modeling file reads its top-level fields, not a nested text_config (a multimodal model's): "
+                         "remove text_config, or give the multimodal model's own model_type (e.g. llava)")
+    merged = {k: v for k, v in config.items() if k not in ("text_config", "vision_config")}
+    if outer == "gemma3":  # the nested text config is a gemma3_text one
+        merged["model_type"] = "gemma3_text"
+    merged.update(inner)
+    return merged
+
+
 def _kind(name: str) -> str | None:
     found = family(name)
     return next((kind for kind, names in NOT_DECODER_ONLY.items() if found in names), None)

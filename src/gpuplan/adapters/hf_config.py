@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from gpuplan.adapters.architectures import check_architecture
+from gpuplan.adapters.architectures import check_architecture, language_config
 from gpuplan.adapters.class_shapes import READ_EXPERT_KEYS, read_keys
 from gpuplan.adapters.config_fields import (
     KNOWN_LAYER_TYPES,
@@ -123,19 +123,9 @@ CONFIG_DEFAULTS: dict[str, dict[str, Any]] = {"gemma3": _GEMMA3_DEFAULTS, "gemma
 
 
 def text_config(config: dict[str, Any]) -> dict[str, Any]:
-    """The language-model part of a config: VLM configs nest it under ``text_config``."""
-    if not isinstance(config, dict):
-        raise InputError("config.json", config, "expected a JSON object ({...}) at the top level")
-    inner = config.get("text_config")
-    if inner is not None and not isinstance(inner, dict):
-        raise InputError("config.json: text_config", inner, "expected a mapping (a VLM's language model), or null")
-    if isinstance(inner, dict) and inner:
-        merged = {k: v for k, v in config.items() if k not in ("text_config", "vision_config")}
-        if config.get("model_type") == "gemma3":  # the nested text config is a gemma3_text one
-            merged["model_type"] = "gemma3_text"
-        merged.update(inner)
-        return merged
-    return config
+    """The language-model part of a config: VLM configs nest it under ``text_config`` (architectures.language_config:
+    a text_config inside a decoder type gpuplan reads flat is refused)."""
+    return language_config(config, TRAITS)
 
 
 def _attention(cfg: dict[str, Any], t: ArchTraits, hidden: int) -> AttentionSpec:
