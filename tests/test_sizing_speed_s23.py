@@ -236,3 +236,56 @@ def test_replica_steps_time_a_tp_when_first_read():
     searchable = sum(len(s) for s in sizing.replica_steps_by_gpu(plan).values())
     assert 0 < len(timed) < 0.7 * searchable, (len(timed), searchable)  # 76 of 121 timed (session 23)
     step_memo.clear()
+
+
+def _every_pair(plan, target, price, steps):
+    """disaggregated_by_gpu as it was before session 23: every TP's decode pool worked out, then every pair."""
+    from gpuplan.core.serving import request_path as RP
+    from gpuplan.jobs.inference import sizing as S
+    from gpuplan.jobs.inference.serving import price_for
+
+    found = {}
+    hold = RP.disaggregated_hold_seconds(plan.setup.runtime, plan.prompt)
+    for gpu_id, by_tp in steps.items():
+        gpu = load_accelerator(gpu_id)
+        price_h, source = price_for(gpu_id, S.asked_price(plan, gpu, price))
+        decodes = {tp: pool for tp in by_tp
+                   if (pool := S._decode_pool(plan, target, gpu, tp, by_tp[tp], price_h, source)) is not None}
+        for tp_p, (prefill, _, _) in by_tp.items():
+            for tp_d, decode_pool in decodes.items():
+                transfer = S.kv_transfer_seconds(plan, gpu, min(tp_p, tp_d))
+                rate = S.prefill_pool_rate(target.ttft_p99, prefill, transfer, hold)
+                if not rate:
+                    continue
+                count = replicas_for(target, S._rated(rate))
+                ttft = first_token_seconds(prefill, target.requests_per_s / count * prefill, hold, transfer)[1]
+                pools = (S.Pool("prefill", gpu, tp_p, rate, count, price_h, source, ttft, transfer, prefill_s=prefill),
+                         decode_pool)
+                if gpu_id not in found or S._pools_cost(pools) < S._pools_cost(found[gpu_id]):
+                    found[gpu_id] = pools
+    return found
+
+
+@pytest.mark.parametrize("name", sorted(ASKS))
+def test_the_disaggregated_pools_are_every_pairs(name):
+    """disaggregated_by_gpu (a TP's decode pool timed only for a pair that could replace the pools kept) against every
+    TP's decode pool and every pair: the same pools on every GPU type (==, every float of both pools), in the same
+    order; the README's ask times fewer decode pools."""
+    from gpuplan import InferenceInputs
+    from gpuplan.jobs.inference import sizing
+    from gpuplan.jobs.inference.resolve import resolve_plan
+
+    inputs = InferenceInputs(**ASKS[name])
+    plan = resolve_plan(inputs)
+    target = LoadTarget(inputs.ttft_p99 or math.inf, inputs.tpot or math.inf, inputs.rps)
+    steps = sizing.replica_steps_by_gpu(plan)
+    timed, real = [], sizing._decode_pool
+    try:
+        sizing._decode_pool = lambda *args: timed.append(args[3]) or real(*args)
+        lazy = sizing.disaggregated_by_gpu(plan, target, inputs.price, timed=steps)
+    finally:
+        sizing._decode_pool = real
+    every = _every_pair(plan, target, inputs.price, steps)
+    assert list(lazy.items()) == list(every.items()) and lazy
+    if name == "readme":
+        assert len(timed) < 0.7 * sum(len(s) for s in steps.values()), len(timed)

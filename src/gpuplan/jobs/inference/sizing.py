@@ -208,34 +208,46 @@ def disaggregated_by_gpu(plan: Plan, target: LoadTarget, price: float | None = N
     """Per GPU type (catalog id), the cheapest prefill pool + decode pool on that type (a homogeneous
     cluster, each phase with its own TP, as in DistServe) that meet the targets together; types
     where nothing does are left out. The KV transfer runs over min(tp_prefill, tp_decode) NICs.
-    ``timed``: replica_steps_by_gpu, if already timed."""
+    ``timed``: replica_steps_by_gpu, if already timed. A TP's decode pool is timed only for a pair that could replace
+    the pools kept (the same pools kept as when every TP's was: one that could not is never kept)."""
     found: dict[str, tuple[Pool, Pool]] = {}
+    hold = RP.disaggregated_hold_seconds(plan.setup.runtime, plan.prompt)  # the servers on the critical path
     for gpu in serving_gpus(plan):
         price_h, source = price_for(gpu.id, asked_price(plan, gpu, price))
         steps = timed[gpu.id] if timed else _replica_steps(plan, gpu)
-        decodes = {}
-        for tp, (_, decode, cap) in steps.items():
-            rated = decode_pool_rate(target.tpot, decode, plan.output, cap)
-            if rated:
-                rate, in_flight, _ = rated
-                count = replicas_for(target, _rated(rate))
-                decodes[tp] = Pool("decode", gpu, tp, rate, count, price_h, source,
-                                   _decode_step_at(target.requests_per_s / count, decode, plan.output, cap),
-                                   in_flight=in_flight)
-        hold = RP.disaggregated_hold_seconds(plan.setup.runtime, plan.prompt)  # the servers on the critical path
-        for tp_p, (prefill, _, _) in steps.items():
-            for tp_d, decode_pool in decodes.items():
+        decodes: dict = {}  # tp -> its decode pool (None: none meets the TPOT)
+        for tp_p in steps:
+            prefill = steps[tp_p][0]
+            for tp_d in steps:
                 transfer = kv_transfer_seconds(plan, gpu, min(tp_p, tp_d))
                 rate = prefill_pool_rate(target.ttft_p99, prefill, transfer, hold)
                 if not rate:
                     continue
                 count = replicas_for(target, _rated(rate))  # the p99 at the load asked, each at its share
                 ttft = first_token_seconds(prefill, target.requests_per_s / count * prefill, hold, transfer)[1]
-                pools = (Pool("prefill", gpu, tp_p, rate, count, price_h, source, ttft, transfer,
-                              prefill_s=prefill), decode_pool)
-                if gpu.id not in found or _pools_cost(pools) < _pools_cost(found[gpu.id]):
+                prefill_pool = Pool("prefill", gpu, tp_p, rate, count, price_h, source, ttft, transfer,
+                                    prefill_s=prefill)  # with one decode instance on tp_d, the least it costs (cost x
+                # GPUs grows with the GPUs): where that is no cheaper than the pools kept, none on tp_d replaces them
+                kept = found.get(gpu.id)
+                if kept and (price_h is None or price_h >= 0) and _pools_cost(
+                        (prefill_pool, Pool("decode", gpu, tp_d, 0.0, 1, price_h, source, 0.0))) >= _pools_cost(kept):
+                    continue
+                if tp_d not in decodes:
+                    decodes[tp_d] = _decode_pool(plan, target, gpu, tp_d, steps[tp_d], price_h, source)
+                pools = (prefill_pool, decodes[tp_d])
+                if pools[1] is not None and (kept is None or _pools_cost(pools) < _pools_cost(kept)):
                     found[gpu.id] = pools
     return found
+
+
+def _decode_pool(plan: Plan, target: LoadTarget, gpu, tp: int, steps: tuple, price_h, source: str) -> Pool | None:
+    """The decode pool of tp ``tp`` on ``gpu`` (``steps``: _tp_steps), None where none meets the TPOT."""
+    _, decode, cap = steps
+    if not (rated := decode_pool_rate(target.tpot, decode, plan.output, cap)):
+        return None
+    count = replicas_for(target, _rated(rated[0]))
+    return Pool("decode", gpu, tp, rated[0], count, price_h, source,
+                _decode_step_at(target.requests_per_s / count, decode, plan.output, cap), in_flight=rated[1])
 
 
 def _decode_step_at(rate: float, decode, output: int, cap: int) -> float:
