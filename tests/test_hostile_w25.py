@@ -32,7 +32,13 @@ naming the field, exit 2):
     from the nested mapping (hidden 512 where the top level says 256: 16.7 MB of weights for 6.3), where
     LlamaForCausalLM builds from the top-level fields and transformers keeps text_config as an unread attribute;
     refused naming text_config at every door (adapters/architectures.language_config); a VLM type (llava, gemma3)
-    still reads its text_config.
+    still reads its text_config;
+(9) a config.json naming a shape field by another family's key (a Llama's n_layer / n_head / n_embd / num_kv_heads,
+    a Falcon's n_layer) was read by that key, where the type's config class ignores it and builds its own default
+    (LlamaConfig(n_layer=2): 32 layers; LlamaConfig(num_kv_heads=2): 8 K/V heads of 8): given alone it is now refused
+    naming the key and the one to write; beside the field's own key it is not read (adapters/class_shapes.
+    SHAPE_ALIASES / READ_ALIASES: GPT-2 / GPTBigCode keep n_embd, n_layer, n_head, n_positions, Falcon num_kv_heads,
+    MPT / DBRX d_model, as their classes' attribute_map / __init__ read them).
 """
 
 from __future__ import annotations
@@ -315,3 +321,50 @@ def test_8_a_multimodal_type_still_reads_its_text_config(run_json, tmp_path):
     nested.write_text(json.dumps(config), encoding="utf-8")
     weights = [run_json("infer", "--model", str(p), "--no-search")["results"]["weights_per_gpu"] for p in (flat, nested)]
     assert weights[0] == weights[1] > 0
+
+
+@pytest.mark.parametrize("model_type, fields, alias, key", [
+    ("llama", {"hidden_size": 256, "n_layer": 2, "num_attention_heads": 8}, "n_layer", "num_hidden_layers"),
+    ("llama", {"n_embd": 256, "num_hidden_layers": 2, "num_attention_heads": 8}, "n_embd", "hidden_size"),
+    ("llama", {"hidden_size": 256, "num_hidden_layers": 2, "n_head": 8}, "n_head", "num_attention_heads"),
+    ("llama", {"hidden_size": 256, "num_hidden_layers": 2, "num_attention_heads": 8, "num_kv_heads": 2}, "num_kv_heads",
+     "num_key_value_heads"),
+    ("mistral", {"hidden_size": 256, "num_layers": 2, "num_attention_heads": 8, "head_dim": 32,
+                 "num_key_value_heads": 8}, "num_layers", "num_hidden_layers"),
+    ("falcon", {"hidden_size": 256, "n_layer": 2, "num_attention_heads": 8}, "n_layer", "num_hidden_layers"),
+])
+def test_9_another_familys_key_alone_is_refused(model_type, fields, alias, key):
+    """transformers builds the class default for the field, not the alias's value (checked on the installed class)."""
+    from transformers import AutoConfig
+
+    from gpuplan.adapters.hf_config import model_spec_from_hf_config
+    from gpuplan.errors import InputError
+
+    config = {"model_type": model_type, "intermediate_size": 512, "vocab_size": 1000, "max_position_embeddings": 4096,
+              **fields}
+    built = AutoConfig.for_model(model_type, **{k: v for k, v in config.items() if k != "model_type"})
+    assert getattr(built, key) != fields[alias]  # the class ignored the alias
+    with pytest.raises(InputError) as refused:
+        model_spec_from_hf_config(dict(config))
+    assert str(refused.value) == (f"config.json: {alias}: got {fields[alias]}; a {model_type} config does not read it "
+                                  f"(its config class reads {key} and would build its own default): write {key}")
+
+
+def test_9_beside_the_own_key_it_is_not_read_and_the_families_that_read_it_keep_it(run_cli, tmp_path):
+    from transformers import AutoConfig
+
+    from gpuplan.adapters.hf_config import model_spec_from_hf_config
+
+    config = {**LLAMA, "n_layer": 9, "n_head": 2, "num_kv_heads": 2}  # LlamaConfig: 4 layers, 8 heads, 8 K/V heads
+    built = AutoConfig.for_model("llama", **{k: v for k, v in config.items() if k != "model_type"})
+    spec = model_spec_from_hf_config(dict(config))
+    assert (spec.num_layers, spec.attention.num_heads, spec.attention.num_kv_heads) == \
+        (built.num_hidden_layers, built.num_attention_heads, built.num_key_value_heads) == (4, 8, 8)
+    gpt2 = {"model_type": "gpt2", "n_embd": 256, "n_layer": 2, "n_head": 8, "vocab_size": 1000, "n_positions": 1024}
+    spec = model_spec_from_hf_config(dict(gpt2))
+    assert (spec.hidden_size, spec.num_layers, spec.attention.num_heads, spec.max_position_embeddings) == \
+        (256, 2, 8, 1024)
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**LLAMA, "num_hidden_layers": None, "n_layer": 2}), encoding="utf-8")
+    field_refusal(run_cli("infer", "--model", str(path), "--no-search"), "config.json: n_layer",
+                  "write num_hidden_layers")

@@ -169,6 +169,35 @@ modeling_gpt_neox.py@5.25.0 read no num_key_value_heads / num_kv_heads): a GPT-N
 1 builds multi-head attention, not MQA."""
 
 
+SHAPE_ALIASES = {"hidden_size": ("n_embd", "d_model"), "num_hidden_layers": ("n_layer", "num_layers"),
+                 "num_attention_heads": ("n_head", "num_heads"), "num_key_value_heads": ("num_kv_heads",),
+                 "max_position_embeddings": ("n_positions",)}
+"""Other families' names for a shape field, which the reader (hf_config) also looks up."""
+READ_ALIASES = {**dict.fromkeys(("gpt2", "gpt_bigcode"), ("n_embd", "n_layer", "n_head", "n_positions")),
+                "falcon": ("num_kv_heads",), **dict.fromkeys(("mpt", "dbrx"), ("d_model",))}
+"""The aliases each type's config class reads (transformers 5.25.0: GPT2Config / GPTBigCodeConfig.attribute_map maps
+hidden_size, num_hidden_layers, num_attention_heads, max_position_embeddings to n_embd, n_layer, n_head, n_positions;
+FalconConfig reads num_kv_heads; MptConfig / DbrxConfig map hidden_size to d_model, read by config_fields.mpt_fields /
+hf_config._dbrx_flat). Every other type's class ignores them: LlamaConfig(n_layer=2) builds its default 32 layers,
+FalconConfig(n_layer=3, n_head=4) 32 layers of 71 heads, LlamaConfig(num_kv_heads=2) 8 K/V heads of 8 (hostile w25:
+gpuplan read 2 layers, 4 heads, 2 K/V heads)."""
+
+
+def _unread_aliases(cfg: dict[str, Any], model_type: str) -> set[str]:
+    """The alias keys ``model_type``'s class does not read (dropped where the field's own key is given); one given
+    alone is refused, naming it and the key to write: transformers would build its class default instead."""
+    unread = set()
+    for key, aliases in SHAPE_ALIASES.items():
+        if key == "num_key_value_heads" and model_type in MHA_TYPES:  # read_keys drops every K/V key there
+            continue
+        for alias in (a for a in aliases if a not in READ_ALIASES.get(model_type, ()) and cfg.get(a) is not None):
+            if cfg.get(key) is None:
+                raise InputError(f"config.json: {alias}", cfg[alias], f"a {model_type} config does not read it (its "
+                                 f"config class reads {key} and would build its own default): write {key}")
+            unread.add(alias)
+    return unread
+
+
 def read_keys(cfg: dict[str, Any], model_type: str, overridden: bool = False) -> dict[str, Any]:
     """``cfg`` without its nulls (the config class's defaults fill them) and without the bias keys ``model_type``'s
     modeling file does not read (READ_BIAS_KEYS), the expert keys it does not read (READ_EXPERT_KEYS, unless
@@ -177,6 +206,7 @@ def read_keys(cfg: dict[str, Any], model_type: str, overridden: bool = False) ->
     unread = set(BIAS_KEYS) - set(READ_BIAS_KEYS.get(model_type, ()))
     unread |= {"num_key_value_heads", "num_kv_heads"} if model_type in MHA_TYPES else set()
     unread |= set() if overridden else set(EXPERT_KEYS) - set(READ_EXPERT_KEYS.get(model_type, ()))
+    unread |= set() if overridden else _unread_aliases(cfg, model_type)  # another family's name (SHAPE_ALIASES)
     kept = {key: value for key, value in cfg.items() if value is not None and key not in unread}
     for key, (default, _) in _left_out(cfg, model_type).items():  # the class defaults transformers builds (N1)
         if key == "kv_n_heads":
