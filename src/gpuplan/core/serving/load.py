@@ -170,7 +170,7 @@ def rate_ceiling(ttft_p99: float, prefill_s: float, path_s: float = 0.0) -> floa
 def fewest_replicas(target: LoadTarget, prefill_s: float, path_s: float = 0.0) -> int:
     """No more than replicas_for of any replica max_rate returns (its rate is below rate_ceiling, and fl(a / b) and
     ceil only grow as b falls): the sizing skips a (GPU type, TP) that cannot take fewer GPUs than one it kept."""
-    if not prefill_s > 0:
+    if not 0 < prefill_s < math.inf:
         return 1
     need = target.requests_per_s / rate_ceiling(target.ttft_p99, prefill_s, path_s) - 1e-9
     return max(1, math.ceil(need)) if need < 1e18 else 10**18
