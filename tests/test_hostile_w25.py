@@ -36,7 +36,8 @@ naming the field, exit 2):
 (9) a config.json naming a shape field by another family's key (a Llama's n_layer / n_head / n_embd / num_kv_heads,
     a Falcon's n_layer) was read by that key, where the type's config class ignores it and builds its own default
     (LlamaConfig(n_layer=2): 32 layers; LlamaConfig(num_kv_heads=2): 8 K/V heads of 8): given alone it is now refused
-    naming the key and the one to write; beside the field's own key it is not read (adapters/class_shapes.
+    naming the key and the one to write (seq_length too: Qwen2Config(seq_length=8192) keeps 32,768 positions);
+    beside the field's own key it is not read (adapters/class_shapes.
     SHAPE_ALIASES / READ_ALIASES: GPT-2 / GPTBigCode keep n_embd, n_layer, n_head, n_positions, Falcon num_kv_heads,
     MPT / DBRX d_model, as their classes' attribute_map / __init__ read them).
 """
@@ -332,6 +333,9 @@ def test_8_a_multimodal_type_still_reads_its_text_config(run_json, tmp_path):
     ("mistral", {"hidden_size": 256, "num_layers": 2, "num_attention_heads": 8, "head_dim": 32,
                  "num_key_value_heads": 8}, "num_layers", "num_hidden_layers"),
     ("falcon", {"hidden_size": 256, "n_layer": 2, "num_attention_heads": 8}, "n_layer", "num_hidden_layers"),
+    ("qwen2", {"hidden_size": 256, "num_hidden_layers": 2, "num_attention_heads": 8, "num_key_value_heads": 8,
+               "max_position_embeddings": None,
+               "seq_length": 8192}, "seq_length", "max_position_embeddings"),
 ])
 def test_9_another_familys_key_alone_is_refused(model_type, fields, alias, key):
     """transformers builds the class default for the field, not the alias's value (checked on the installed class)."""
@@ -342,6 +346,7 @@ def test_9_another_familys_key_alone_is_refused(model_type, fields, alias, key):
 
     config = {"model_type": model_type, "intermediate_size": 512, "vocab_size": 1000, "max_position_embeddings": 4096,
               **fields}
+    config = {k: v for k, v in config.items() if v is not None}
     built = AutoConfig.for_model(model_type, **{k: v for k, v in config.items() if k != "model_type"})
     assert getattr(built, key) != fields[alias]  # the class ignored the alias
     with pytest.raises(InputError) as refused:

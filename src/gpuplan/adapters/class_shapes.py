@@ -171,8 +171,9 @@ modeling_gpt_neox.py@5.25.0 read no num_key_value_heads / num_kv_heads): a GPT-N
 
 SHAPE_ALIASES = {"hidden_size": ("n_embd", "d_model"), "num_hidden_layers": ("n_layer", "num_layers"),
                  "num_attention_heads": ("n_head", "num_heads"), "num_key_value_heads": ("num_kv_heads",),
-                 "max_position_embeddings": ("n_positions",)}
-"""Other families' names for a shape field, which the reader (hf_config) also looks up."""
+                 "max_position_embeddings": ("n_positions", "seq_length")}
+"""Other families' names for a shape field, which the reader (hf_config) also looks up (seq_length: ChatGLM's and
+Qwen 1's, no type gpuplan reads; LlamaConfig(seq_length=8192) keeps max_position_embeddings 2048)."""
 READ_ALIASES = {**dict.fromkeys(("gpt2", "gpt_bigcode"), ("n_embd", "n_layer", "n_head", "n_positions")),
                 "falcon": ("num_kv_heads",), **dict.fromkeys(("mpt", "dbrx"), ("d_model",))}
 """The aliases each type's config class reads (transformers 5.25.0: GPT2Config / GPTBigCodeConfig.attribute_map maps
