@@ -183,12 +183,13 @@ def _wall_shares(mtbi: np.ndarray, restart: np.ndarray, stall: np.ndarray, inter
 
 
 def check_run_completes(run, settings, batch_asked: bool | tuple[str, float] | None, granule: int | None = None,
-                        slowdown: bool = False) -> None:
+                        slowdown: bool = False, asked: str | None = None) -> None:
     """The given count's door (jobs.budget.compute.compute_budget: `train`/`budget`/`plan` on one count) by
     completing_rows' test: the run on its GPUs completes at all six failure plans, else no_completion's refusal.
     Wave 9 review M1: `budget deepseek-v3 --tp 8 --global-batch-tokens 1e12 --gpus 768` printed 119,729,289 days
     with failures where the search door refused the same count. ``granule``: tokens of one sequence on each of
-    the layout's dp x micro-batch slots, the unit the refusal's largest batch is rounded down to (largest_step_tokens)."""
+    the layout's dp x micro-batch slots, the unit the refusal's largest batch is rounded down to (largest_step_tokens);
+    ``asked``: --gpus as typed where the run uses fewer (no_completion's ``used``), else its own count."""
     plans = [_plans_of(replace(run, step_seconds=0.0), settings, run.gpus)]
     which, steps = np.zeros(1, np.int64), np.array([run.step_seconds])
     shares = [_wall_shares(*_plan_columns(plans, which, k), steps) for k in range(6)]  # each plan once
@@ -197,9 +198,9 @@ def check_run_completes(run, settings, batch_asked: bool | tuple[str, float] | N
         if not finishes[0] or (k == 0 and checking_offer() and not share[0] <= OFFER_SLOWDOWN):
             batch = batch_asked if isinstance(batch_asked, tuple) else (  # (field, value) as given, else the run's
                 ("global_batch_tokens", whole_or(run.global_batch_tokens)) if batch_asked else None)
-            raise no_completion(batch, f"{run.gpus:,.0f}", True, largest_step_tokens(
+            raise no_completion(batch, asked or f"{run.gpus:,.0f}", True, largest_step_tokens(
                 plans, which, np.array([run.global_batch_tokens]) / steps, granule, slowdown),
-                aligned=granule is not None, spot_only=k % 2 == 1 and on_demand_finishes)
+                aligned=granule is not None, spot_only=k % 2 == 1 and on_demand_finishes, used=f"{run.gpus:,.0f}")
 
 
 def check_plan_completes(inputs, spec, gpu, plan, wall_seconds: float, slowdown: bool = False) -> None:
@@ -216,7 +217,7 @@ def check_plan_completes(inputs, spec, gpu, plan, wall_seconds: float, slowdown:
                     global_batch_tokens=float(plan.global_batch * inputs.seq_len), zero=layout.zero,
                     model_parallel=layout.tp * layout.pp)
     check_run_completes(run, inputs.budget_settings(layout), _batch_given(inputs),
-                        layout.dp * layout.micro_batch * inputs.seq_len, slowdown)
+                        layout.dp * layout.micro_batch * inputs.seq_len, slowdown, _asked(inputs, np.array([plan.gpus])))
 
 
 def solved_no_completion(inputs, spec, gpu, plan, deadline_seconds: float) -> InputError:
@@ -324,14 +325,20 @@ def _aligned(tokens: float, granule: int) -> float:
 
 
 def no_completion(batch: tuple[str, float] | None, asked: str | None, gpus_given: bool,
-                  step_tokens: float, aligned: bool = False, spot_only: bool = False) -> InputError:
+                  step_tokens: float, aligned: bool = False, spot_only: bool = False,
+                  used: str | None = None) -> InputError:
     """The one refusal of a run that completes with failures on no count asked or searched (`plan`/`train`'s
     search and the given count's budget, jobs.budget.compute.compute_budget, by the same test): it names the
     global batch where the user gave it and a shorter step would complete (``step_tokens`` > 0, the most a step
     may hold: largest_step_tokens), else --gpus as given (``asked``), else that no count was given. Fewer GPUs
     are offered only where the user chose the counts: with none given the search starts at the smallest count
-    that fits (wave 9 review M1: `train deepseek-v3 --tp 8 --global-batch-tokens 1e12` was told 'fewer GPUs')."""
+    that fits (wave 9 review M1: `train deepseek-v3 --tp 8 --global-batch-tokens 1e12` was told 'fewer GPUs').
+    ``used``: the GPUs the layout runs on where that is not the count asked (a multiple of its model-parallel size
+    below it): named beside it, the refusal's value staying the count the user typed (hostile wave 25: `budget
+    deepseek-v3 --gpus 10000000` was refused as 'gpus: got 9,999,872')."""
     where = f"on {asked} GPUs" if asked else "on the GPUs asked"
+    if asked and used and used != asked:
+        where = f"on the {used} GPUs the layout uses of the {asked} asked"
     what = (f"a GPU count where the run completes with failures: {where} failures come faster than a checkpoint "
             "period plus a restart")
     if spot_only:  # ``spot_only``: the on-demand plans complete, a spot one (its reclaims on top) does not (wave 22)
