@@ -25,9 +25,9 @@ naming the field, exit 2):
 (6) a torchtitan memory of '1e300' GiB was echoed as 'memory (GiB): got inf' (the bytes overflowed): now 'got
     '1e300'' (adapters/training_logs._size);
 (7) a trainer_state.json whose global_step differs from its final entry's step (999 vs 10), or whose
-    train_runtime x train_steps_per_second is not its max_steps (100 s x 5 = 500 against 10), calibrated from the
-    final step alone (10 s a step); refused naming global_step / train_steps_per_second
-    (adapters/log_records.check_hf_steps: speed_metrics writes round(max_steps / runtime, 3));
+    train_runtime x train_steps_per_second is no Trainer's (100 s x 5 = 500 against 10), calibrated from the
+    final step alone (10 s a step); refused naming global_step / train_steps_per_second (adapters/hf_steps: max_steps
+    / runtime before transformers 5.19, the steps run since a resume from 5.19; test_hostile_w25_mend (1));
 (8) a config.json of a type gpuplan reads flat (llama, mistral, qwen2 ...) that also nests a text_config was read
     from the nested mapping (hidden 512 where the top level says 256: 16.7 MB of weights for 6.3), where
     LlamaForCausalLM builds from the top-level fields and transformers keeps text_config as an unread attribute;
@@ -280,8 +280,9 @@ def test_7_a_trainer_state_whose_counts_disagree_is_refused(run_cli, tmp_path):
         "at the end of training: give one run's file\n")
     result, path = _calibrate(run_cli, tmp_path, "s.json", _state(entry={"train_steps_per_second": 5.0}), *HF_FLAGS)
     assert field_refusal(result, "train_steps_per_second") == (
-        f"error: train_steps_per_second: got 5; in {path}: x train_runtime 100 s = 500 steps, but max_steps is 10; the "
-        "Trainer writes max_steps / train_runtime (speed_metrics): give one run's file\n")
+        f"error: train_steps_per_second: got 5; in {path}: x train_runtime 100 s = 500 steps, above both global_step "
+        "10 and max_steps 10; the Trainer divides max_steps (transformers before 5.19) or the steps its train() call "
+        "ran (5.19 on: at most global_step) by train_runtime: give one run's file\n")
 
 
 def test_7_the_fixture_and_a_consistent_state_are_answered(run_cli, tmp_path):

@@ -24,26 +24,6 @@ def check_reserved(allocated: float, reserved: float, names: tuple[str, str], so
                          "allocated one: check the columns and their units")
 
 
-def check_hf_steps(steps: int, global_step: int | None, max_steps: Any, runtime: float | None,
-                   steps_per_s: float | None, source: str) -> None:
-    """A Trainer log's step counts against each other (hostile w25: each was read alone): trainer_state.json's
-    global_step is the final entry's step (TrainerState, saved at the end of train()), and train_steps_per_second is
-    round(max_steps / train_runtime, 3) (transformers trainer_utils.speed_metrics, num_steps=state.max_steps), so
-    train_runtime x train_steps_per_second is max_steps within the rounding (0.0005 x runtime) and 1 %."""
-    from gpuplan.errors import InputError, whole_or
-
-    if global_step is not None and global_step != steps:
-        raise InputError("global_step", global_step, f"in {source}: the final entry logs step {steps:,}; "
-                         "trainer_state.json saves the two equal at the end of training: give one run's file")
-    if not (runtime and steps_per_s) or isinstance(max_steps, bool) or not isinstance(max_steps, int | float):
-        return
-    implied = runtime * steps_per_s
-    if abs(implied - max_steps) > 0.0005 * runtime + 0.01 * max_steps + 1:
-        raise InputError("train_steps_per_second", whole_or(steps_per_s), f"in {source}: x train_runtime {runtime:g} s = "
-                         f"{implied:,.0f} steps, but max_steps is {max_steps:,}; the Trainer writes max_steps / "
-                         "train_runtime (speed_metrics): give one run's file")
-
-
 @dataclass(frozen=True)
 class LogRecord:
     """One logged step (or interval ending at ``step``); None where the log does not say."""

@@ -23,7 +23,8 @@ from typing import Any
 
 from gpuplan.adapters.files import parse_json
 from gpuplan.adapters.log_files import LogFile, LogText, csv_rows, is_json_lines, json_lines
-from gpuplan.adapters.log_records import GiB, LogRecord, LogSummary, MiB, TrainingLog, check_hf_steps, check_reserved, summarize
+from gpuplan.adapters.hf_steps import hf_steps_run
+from gpuplan.adapters.log_records import GiB, LogRecord, LogSummary, MiB, TrainingLog, check_reserved, summarize
 from gpuplan.errors import InputError
 
 __all__ = ["GiB", "MiB", "LogRecord", "LogSummary", "TrainingLog", "summarize", "parse_log", "parse_log_text",
@@ -236,15 +237,21 @@ def parse_hf_entries(entries: list, source: str, global_step: Any = None, max_st
         steps = whole(round(runtime * steps_per_s), "train_runtime x train_steps_per_second", source, " (steps)")
     if not runtime or not steps:
         raise InputError("file", source, "the final Trainer entry lacks train_runtime or the step count")
-    check_hf_steps(steps, global_step, max_steps, runtime, steps_per_s, source)
-    eval_seconds = sum(_hf_rate(e, "eval_runtime", source) or 0.0 for e in entries)
+    losses = [(e.get("step"), _logged(e.get("loss"), "loss", source)) for e in entries if "loss" in e]
+    stepped = [(s, x) for s, x in losses if isinstance(s, int) and not isinstance(s, bool) and x is not None]
+    run, note = hf_steps_run(steps, global_step, max_steps, runtime, steps_per_s, _num(final.get("train_loss")),
+                             stepped, source)
+    first = steps - run  # the step the timed call resumed from (0: a fresh run); its evaluations are after it
+    eval_seconds = sum(_hf_rate(e, "eval_runtime", source) or 0.0 for e in entries
+                       if not (first and isinstance(e.get("step"), int) and e["step"] <= first))
     if eval_seconds >= runtime:
         raise InputError("eval_runtime", eval_seconds, f"in {source}: evaluation (summed) must take less than "
                          f"train_runtime, {runtime:g} s, which includes it")
-    losses = [_logged(e.get("loss"), "loss", source) for e in entries if "loss" in e]
-    record = LogRecord(step=int(steps), step_time_s=(runtime - eval_seconds) / steps,
-                       loss=next((x for x in reversed(losses) if x is not None), None))
-    meta = {"train_runtime": runtime, "eval_seconds": eval_seconds, "steps": int(steps)}
+    record = LogRecord(step=int(steps), step_time_s=(runtime - eval_seconds) / run,
+                       loss=next((x for _, x in reversed(losses) if x is not None), None))
+    meta = {"train_runtime": runtime, "eval_seconds": eval_seconds, "steps": int(run)}
+    if note:  # what the rates cannot tell (adapters.hf_steps); the calibration's notes carry it
+        meta["note"] = note
     if samples_per_s and steps_per_s:  # sequences per optimizer step
         ratio = samples_per_s / steps_per_s
         meta["global_batch"] = whole(round(ratio) if ratio < 1e15 else ratio, "train_samples_per_second / "

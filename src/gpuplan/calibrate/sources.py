@@ -78,6 +78,7 @@ def measurement_from_log(log: TrainingLog, context: LogContext) -> Measurement:
     dense = accelerator.peak(context.dtype) if accelerator.has_dtype(context.dtype) else None
     unchecked = check_log_trained_model(log, model, seq_len, gpus, batch, context.recompute, dense,
                                         mfu_peak_conventions(accelerator, context.dtype) if dense else ())
+    unchecked = "; ".join(text for text in (unchecked, log.meta.get("note", "")) if text)  # hf_steps' note
     check_rates_agree(summary, gpus, batch, seq_len, source, fmt, bool(context.global_batch or logged))
     return check_layout_given(Measurement(
         source=source, kind=fmt, model=model, seq_len=seq_len, world_size=gpus, gpu=gpu, device="cuda",
