@@ -63,18 +63,29 @@ def reports_for_plan(data: dict[str, Any], where: str, sections: str | tuple[str
             return {k: v for k, v in data.items() if k in serving_only or k in SHARED_WITH_INFERENCE} | (nested or {})
         return {k: v for k, v in data.items() if k in fields[name]}
 
+    done: dict[str, Any] = {}
+
     def run(name: str):
         """The section's job, through the door every command's job takes (commands.build.run_typed: a refusal
-        after parsing quotes the text written for its field; `ttft_p99: 1ms` was told 'got 0.001' here once)."""
+        after parsing quotes the text written for its field; `ttft_p99: 1ms` was told 'got 0.001' here once).
+        shard_group auto: memory checks the budget's layout (report.shard_group_memory)."""
         from gpuplan.commands.build import run_typed
         from gpuplan.jobs.inference.tpu_serving import NotServedOnTpu, in_report
+        from gpuplan.report import shard_group_memory as auto
 
+        if name in done:
+            return done[name]
+        fields, note = raw_for(name), ""
+        if name == "memory" and auto.searches_groups(fields):
+            fields, note = auto.with_budget_layout(fields, run("budget"))
         try:
-            return run_typed(JOBS[name].run, JOBS[name].schema, raw_for(name), where)
+            report = run_typed(JOBS[name].run, JOBS[name].schema, fields, where)
         except NotServedOnTpu as refusal:  # the shared gpu is a TPU: name the serving section's own field
             if name == "inference" and "gpu" not in (nested or {}):
                 raise in_report(refusal) from None
             raise
+        done[name] = auto.with_note(report, note) if note else report
+        return done[name]
 
     if "inference" not in sections and (nested or any(k in serving_only for k in data)):
         # serving fields in a report without its inference section are still checked, not ignored

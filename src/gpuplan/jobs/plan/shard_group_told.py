@@ -21,15 +21,25 @@ ARTICLE_DAYS = ("plan's search of this ask on the GPUs the layout stands for: da
                 "(tokens / tokens per second), not the --mfu wall-clock")
 """The line's formula in `train` / `budget` where a given MFU (not the step model) sets their wall-clock."""
 
+MFU_DAYS = "; days here are the step model's, not the MFU's wall-clock above"
+"""What the line's text adds there, so the default text view says it too (ARTICLE_DAYS is --full's)."""
+
+GIVEN_MFU_KEEPS = ("fewer GPUs are slower, so no smaller count the batch runs on exactly is weighed "
+                   "(planner.plan.best_plan)")
+"""Why `train` / `budget` at a given MFU keep a layout `plan` ranks below another: plan also weighs the smaller
+counts the batch runs on exactly (planner.fallback.exact_batch_counts), which best_plan's timed_by_steps=False
+leaves out (the step model may time one faster; the answer's MFU times it slower)."""
+
 
 def training_shard_group_line(inputs, plan, found=None) -> tuple[Line, ...]:
     """`train`'s and `budget`'s line under --shard-group auto: plan's (shard_group_line) over plan's own search of
     the same ask, so the three cannot disagree. ``found``: the deadline search `train --mfu predicted` chose
     ``plan`` from without --gpus (jobs.training.layout.layout_for_deadline: `plan` runs the same search and ranks
     it by the deadline rule); else `plan --gpus N` on the count ``plan`` stands for (N = plan.gpus_asked, no
-    --days), ranked by time as jobs.training.layout.layout_for_gpus ranks it. ``plan``'s row is the answer (moved
-    first where plan ranks another first: a given MFU weighs no smaller count, planner.plan.best_plan). () without
-    auto, without a searched plan, or where plan's search holds no row of ``plan``'s layout."""
+    --days), ranked by time as jobs.training.layout.layout_for_gpus ranks it. ``plan``'s row is the answer; where
+    plan ranks another first the line names that one and says the answer keeps its own (at a given MFU:
+    GIVEN_MFU_KEEPS). At a given MFU the text says its days are the step model's (the wall-clock above is the
+    MFU's). () without auto, without a searched plan, or where plan's search holds no row of ``plan``'s layout."""
     if plan is None or not searches_shard_groups(getattr(inputs, "shard_group", None)):
         return ()
     rank_by = "deadline" if found is not None else "time"
@@ -37,8 +47,24 @@ def training_shard_group_line(inputs, plan, found=None) -> tuple[Line, ...]:
         from gpuplan.jobs.plan import search as plan_search  # plan's door: a patched search is seen
 
         found = plan_search.search(plan_ask(inputs, plan.gpus_asked))
-    told = searched_shard_group_line(found, rank_by, plan)
-    return tuple(replace(line, formula=ARTICLE_DAYS) for line in told) if not inputs.time_predicted else told
+    if inputs.time_predicted:
+        return searched_shard_group_line(found, rank_by, plan, "by its own layout search")
+    told = searched_shard_group_line(found, rank_by, plan, f"at {_mfu_words(inputs)} {GIVEN_MFU_KEEPS}")
+    return tuple(replace(line, text=line.text + MFU_DAYS, formula=ARTICLE_DAYS) for line in told)
+
+
+def _mfu_words(inputs) -> str:
+    """The MFU a `train` / `budget` answer not timed by the step model stands on: given (a range: its ends),
+    solved from --gpus and --days, or the default (jobs.training.schema.DEFAULT_MFU)."""
+    if isinstance(inputs.mfu, tuple):
+        return f"MFU {inputs.mfu[0]:g}-{inputs.mfu[1]:g}"
+    if inputs.mfu is not None:
+        return f"MFU {float(inputs.mfu):g}"
+    if inputs.gpus is not None and inputs.days is not None:
+        return "the MFU solved from --gpus and --days"
+    from gpuplan.jobs.training.schema import DEFAULT_MFU
+
+    return f"the default MFU {DEFAULT_MFU:g}"
 
 
 def plan_ask(inputs, gpus: int):
@@ -51,11 +77,12 @@ def plan_ask(inputs, gpus: int):
     return PlanInputs(**{k: v for k, v in inputs.given_values().items() if k in taken}, gpus=gpus)
 
 
-def searched_shard_group_line(result, rank_by: str, plan=None) -> tuple[Line, ...]:
+def searched_shard_group_line(result, rank_by: str, plan=None, kept: str = "") -> tuple[Line, ...]:
     """shard_group_line over the PlanSearch ``result`` ranked by ``rank_by`` as `plan` ranks it (with_ranked_columns,
-    planner.plan.ranking); ``plan`` (a planner.plan.Plan): its row first, () where the search holds none."""
+    planner.plan.ranking); ``plan`` (a planner.plan.Plan): its row first, () where the search holds none; where plan
+    ranks another first, the line names it and says the answer keeps its own (``kept``: why)."""
     table = with_ranked_columns(result.table)
-    order = ranking(table, rank_by, table["cost"])
+    order = plans = ranking(table, rank_by, table["cost"])
     if plan is not None and len(order):
         same = _rows_of(table, plan)[order]
         if not same.any():
@@ -63,7 +90,7 @@ def searched_shard_group_line(result, rank_by: str, plan=None) -> tuple[Line, ..
         first = order[np.argmax(same)]
         order = np.concatenate(([first], order[order != first]))
     layout_of = (result.evaluator.step.expert_tp, result.evaluator.shard_group)  # as plan_report's
-    return shard_group_line(table, order, layout_of, rank_by, result)
+    return shard_group_line(table, order, layout_of, rank_by, result, plans, kept)
 
 
 def _rows_of(table, plan) -> np.ndarray:
@@ -76,15 +103,19 @@ def _rows_of(table, plan) -> np.ndarray:
     return same
 
 
-def shard_group_line(table, order: np.ndarray, layout_of=(), rank_by: str = "time", result=None) -> tuple[Line, ...]:
+def shard_group_line(table, order: np.ndarray, layout_of=(), rank_by: str = "time", result=None,
+                     plans: np.ndarray | None = None, kept: str = "") -> tuple[Line, ...]:
     """One Line (key shard_group_auto, value: the group chosen, 0 for plain sharding) where ``table`` (the ranked
     rows: days and ranked_days / ranked_cost columns) carries the auto search's ``shard_group`` column, ``order``
     its ranking by ``rank_by`` (best first); () otherwise. ``result``: the PlanSearch (its evaluator names the
     node and the model, its ``all`` the groups the cap cut). The other kind's percent is its failure-free days over
     the answer's less 1 (days = tokens / tokens per second), said so, with the measure the ranking compared
-    (_ranked_words): the two can differ in sign (the ranking takes each layout's ± and failures)."""
+    (_ranked_words): the two can differ in sign (the ranking takes each layout's ± and failures). ``plans``: plan's
+    own order where ``order`` moved `train`'s row first (training_shard_group_line): the line then names plan's
+    first and that the answer keeps its own (``kept``: why)."""
     if "shard_group" not in table.columns or not len(order):
         return ()
+    plans = order if plans is None else plans
     best = int(order[0])
     groups = table["shard_group"][order]
     chosen = int(groups[0])
@@ -98,23 +129,39 @@ def shard_group_line(table, order: np.ndarray, layout_of=(), rank_by: str = "tim
                 "none (the answer runs ZeRO 0: nothing sharded)")
         kind = "best HSDP"
     cut = _capped_words(result)
+    first = int(plans[0])
     if not len(other):
         why = (f"no layout here runs one ({_no_variant_reason(table, best, result)})" if not chosen else
                "no plain layout is left among the ranked rows")
-        return _line(chosen, f"{head}; {why}{cut}")
+        return _line(chosen, f"{head}; {why}{_kept_words(table, first, best, -1, layout_of, kept)}{cut}")
     i = int(other[0])
     days, mine = float(table["days"][i]), float(table["days"][best])
+    below = bool(np.flatnonzero(plans == best)[0] < np.flatnonzero(plans == i)[0])  # plan's own order
     return _line(chosen, f"{head}; {kind}: {int(table['gpus'][i]):,} GPUs "
                  f"{layout_text(*row_layout(table, i, *layout_of))}, {table['step_seconds'][i]:.3g} s a step, "
-                 f"{days:.2f} days ({days / mine - 1:+.1%} failure-free; {_ranked_words(table, i, best, rank_by)})"
-                 f"{cut}")
+                 f"{days:.2f} days ({days / mine - 1:+.1%} failure-free; "
+                 f"{_ranked_words(table, i, best, rank_by, below)})"
+                 f"{_kept_words(table, first, best, i, layout_of, kept)}{cut}")
 
 
-def _ranked_words(table, i: int, best: int, rank_by: str) -> str:
+def _kept_words(table, first: int, best: int, i: int, layout_of, kept: str) -> str:
+    """'; plan ranks it first / first X; the layout above is kept: ``kept``' where plan's first row ``first`` is
+    not the answer ``best`` ('it': the other kind's row ``i`` just named); '' otherwise."""
+    if first == best:
+        return ""
+    named = "it first" if first == i else (f"first {int(table['gpus'][first]):,} GPUs "
+                                           f"{layout_text(*row_layout(table, first, *layout_of))}, "
+                                           f"{float(table['days'][first]):.2f} days")
+    return f"; plan ranks {named}; the layout above is kept{': ' + kept if kept else ''}"
+
+
+def _ranked_words(table, i: int, best: int, rank_by: str, below: bool = True) -> str:
     """What the ranking compared between row ``i`` (ranked below) and the answer ``best`` (planner.plan.ranking):
     by GPUs (gpus, deadline) the count where it differs; by cost the cost with failures; else (and on a tie of
     counts) the ranked days, the slow end (step x (1 + ±)) with failures at the failure rate's high end, and where
-    those are fewer on more GPUs, the plateau rule that put it below (planner.plan._fewest_on_plateau)."""
+    those are fewer on more GPUs asked and plan's own order (``below``: ``i`` after ``best`` there) put ``i``
+    below, the plateau rule that did it (planner.plan._fewest_on_plateau: it compares gpus_asked, so two rows
+    standing for one count asked are never reordered by it)."""
     more = int(table["gpus"][i]) - int(table["gpus"][best])
     if rank_by in ("gpus", "deadline") and more:
         return f"ranked by GPUs: {more:+,} GPUs"
@@ -123,8 +170,9 @@ def _ranked_words(table, i: int, best: int, rank_by: str) -> str:
     if "ranked_days" not in table.columns:
         return "ranked below"
     ratio = table["ranked_days"][i] / table["ranked_days"][best] - 1
-    plateau = (f" on {more:+,} GPUs: the fewest GPUs within {PLATEAU_SHARE:.0%} rank first" if ratio < 0 and more > 0
-               else "")
+    asked = table["gpus_asked"] if "gpus_asked" in table.columns else table["gpus"]
+    plateau = (f" on {more:+,} GPUs: the fewest GPUs within {PLATEAU_SHARE:.0%} rank first"
+               if ratio < 0 and below and int(asked[i]) > int(asked[best]) else "")
     return f"ranked days (slow end, failures) {ratio:+.1%}{plateau}"
 
 
