@@ -167,7 +167,10 @@ def test_2_a_rope_model_without_scaling_is_offered_rope_scaling(run_cli):
     # rope_parameters nested by layer type (transformers 5): each type's factor
     ({"max_position_embeddings": 4096, "rope_parameters": {"full_attention": {"rope_type": "linear", "factor": 2.0},
                                                            "sliding_attention": {"rope_type": "default"}}}, 8192),
-    ({}, None),  # no key stated: vLLM reads the config class's default, which gpuplan does not know
+    # no key stated: vLLM reads the config class's default (LlamaConfig 2,048, Qwen2Config 32,768; w25 mend (3))
+    ({}, 2048),
+    ({"model_type": "qwen2"}, 32768),
+    ({"model_type": "no_such_type"}, None),  # a class gpuplan does not list
 ])
 def test_2_vllm_max_model_len_is_derived_as_vllm_does(config, derived):
     from gpuplan.jobs.inference.context_limits import vllm_max_model_len

@@ -86,8 +86,9 @@ def test_1_a_pre_519_resumed_run_whose_losses_show_it_is_refused(run_cli, tmp_pa
     # call's 1,000 steps x 1.5 / global_step 2,000 = 0.75, 37.5 % of the logged mean 2.0 (it calibrated 0.5 s a step)
     state = _state(1000.0, 2.0, 2000, 2000, losses=_decreasing(), train_loss=0.75)
     line = field_refusal(_calibrate(run_cli, tmp_path, state)[0], "train_loss")
-    assert line.startswith("error: train_loss: got 0.75; in ") and ": 38% of the mean loss logged over steps 1-2,000; " \
-        "transformers before 5.19 divides the loss of the steps one train() call ran by global_step" in line, line
+    assert line.startswith("error: train_loss: got 0.75; in ") and (
+        ": 38% of the mean loss logged over steps 1-2,000; transformers before 5.19 divides the loss of the steps one "
+        "train() call ran by global_step") in line, line
 
 
 def test_1_the_same_run_not_resumed_is_answered_without_a_note():
@@ -107,3 +108,62 @@ def test_1_a_rate_no_trainer_writes_is_refused(run_cli, tmp_path, steps_per_s, w
     line = field_refusal(_calibrate(run_cli, tmp_path, _state(1000.0, steps_per_s, 1200, 2000))[0],
                          "train_steps_per_second")
     assert f"steps, {where} global_step 1,200 and max_steps 2,000; the Trainer divides max_steps" in line, line
+
+
+# ---- (2) infer's default context under vLLM ------------------------------------------------------------------------
+
+TINY = {"model_type": "llama", "hidden_size": 256, "num_hidden_layers": 4, "num_attention_heads": 8,
+        "num_key_value_heads": 8, "intermediate_size": 512, "vocab_size": 1000, "max_position_embeddings": 4096}
+
+
+@pytest.mark.parametrize("extra, context, source", [
+    ({"model_max_length": 2048}, 2048, "model_max_length"),
+    ({"seq_length": 1024}, 1024, "seq_length"),
+    ({"rope_scaling": {"type": "linear", "factor": 0.25}}, 1024, "max_position_embeddings x rope_scaling factor 0.25"),
+])
+def test_2_the_default_context_is_vllms_length_where_it_is_below_4096(run_json, client, tmp_path, extra, context,
+                                                                        source):
+    # min(4,096, 4,096 positions) = 4,096 was refused 'context: got 4096' under vLLM, --context never given
+    path = tmp_path / "tiny.json"
+    path.write_text(json.dumps({**TINY, **extra}), encoding="utf-8")
+    answer = run_json("infer", "--model", str(path), "--gpu", "h100", "--no-search")
+    note = (f"context {context:,} (the default, --context not given): vLLM's max_model_len for tiny, from "
+            f"{source}, below min(4,096, its 4,096 positions)")
+    assert answer["inputs"]["context"] == context and note in answer["notes"], answer["notes"]
+    web = client.post("/api/inference", json={"config": {**TINY, **extra}, "gpu": "h100", "search": False})
+    assert web.status_code == 200, web.text[:300]
+    assert web.json()["inputs"]["context"] == context  # the body's config is named by its type
+    assert note.replace("for tiny", "for llama") in web.json()["notes"], web.json()["notes"]
+    # another engine reads the positions: 4,096
+    sglang = run_json("infer", "--model", str(path), "--gpu", "h100", "--engine", "sglang", "--no-search")
+    assert sglang["inputs"]["context"] == 4096
+
+
+# ---- (3) a config with no length key: its class's default -----------------------------------------------------------
+
+def test_3_class_position_defaults_are_the_installed_classes():
+    transformers = pytest.importorskip("transformers")
+    from gpuplan.adapters.class_shapes import CLASS_POSITIONS
+
+    for model_type, (name, default) in CLASS_POSITIONS.items():
+        config = getattr(transformers, name)()
+        built = getattr(config, "n_positions", None) if model_type in ("gpt2", "gpt_bigcode") else (
+            config.max_seq_len if model_type == "mpt" else config.max_position_embeddings)
+        assert (type(config).__name__, built) == (name, default), model_type
+
+
+def test_3_falcon_7b_past_falcon_configs_2048_is_refused_under_vllm(run_cli):
+    # tiiuae/falcon-7b's config.json states no length: vLLM builds FalconConfig's 2,048 (was answered with a note)
+    line = field_refusal(run_cli("infer", "falcon-7b", "--gpu", "h100", "--context", "4096", "--no-search"), "context")
+    assert line.startswith("error: context: got 4096; must be at most 2,048: vLLM refuses a max_model_len above "
+                           "falcon-7b's 2,048 (FalconConfig's default max_position_embeddings: config.json states "
+                           "none)"), line
+
+
+def test_3_a_qwen2_config_with_no_length_reads_qwen2configs_32768(run_json):
+    # the catalog's qwen2.5-1.5b states none: Qwen2Config builds 32,768 positions (was 'maximum of 2,048' at 32,768)
+    answer = run_json("infer", "qwen2.5-1.5b", "--gpu", "h100", "--context", "32768", "--no-search")
+    assert not any("exceeds the model's maximum" in note for note in answer["notes"]), answer["notes"]
+    assert "max_position_embeddings left out: Qwen2Config's default 32,768, as transformers builds it" in \
+        answer["notes"]
+    assert answer["inputs"]["context"] == 32768

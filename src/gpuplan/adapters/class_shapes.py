@@ -67,6 +67,48 @@ Qwen3Config take the heads for K/V, Mistral / Mixtral hidden / heads for head_di
 DBRX's attn_config.kv_n_heads (a strict int too) is checked in class_defaults_read."""
 
 
+CLASS_POSITIONS = {"dbrx": ("DbrxConfig", 2048), "deepseek_v2": ("DeepseekV2Config", 2048),
+                   "deepseek_v3": ("DeepseekV3Config", 4096), "falcon": ("FalconConfig", 2048),
+                   "gemma": ("GemmaConfig", 8192), "gemma2": ("Gemma2Config", 8192),
+                   "gemma3": ("Gemma3TextConfig", 131072), "gemma3_text": ("Gemma3TextConfig", 131072),
+                   "gpt2": ("GPT2Config", 1024), "gpt_bigcode": ("GPTBigCodeConfig", 1024),
+                   "gpt_neox": ("GPTNeoXConfig", 2048), "gpt_oss": ("GptOssConfig", 131072),
+                   "llama": ("LlamaConfig", 2048), "llama4_text": ("Llama4TextConfig", 131072),
+                   "mistral": ("MistralConfig", 131072), "mixtral": ("MixtralConfig", 131072),
+                   "mpt": ("MptConfig", 2048), "olmo2": ("Olmo2Config", 2048), "olmo3": ("Olmo3Config", 2048),
+                   "phi3": ("Phi3Config", 4096),
+                   "qwen2": ("Qwen2Config", 32768), "qwen2_moe": ("Qwen2MoeConfig", 32768),
+                   "qwen3": ("Qwen3Config", 32768), "qwen3_moe": ("Qwen3MoeConfig", 32768)}
+"""The positions each config class builds when config.json states no length key (max_position_embeddings, or
+n_positions for GPT-2 / GPTBigCode, max_seq_len for MPT / DBRX; the field's default in configuration_<type>.py,
+transformers 5.25.0; tests/test_hostile_w25_mend.py checks each against the installed classes). vLLM derives its
+max_model_len from that default (it reads the built config object); gpuplan read 2,048 for every type (hostile w25
+mend, R2: a Qwen2 config with no key, 32,768 in transformers, was read as 2,048)."""
+POSITION_KEYS = ("max_position_embeddings", "n_positions", "seq_length", "max_seq_len")
+"""The length keys gpuplan's reader reads (hf_config; max_seq_len through config_fields.mpt_fields / _dbrx_flat)."""
+GENERIC_POSITIONS = 2048
+"""hf_config's reading of a config with no length key of a type CLASS_POSITIONS does not list."""
+
+
+def class_positions(cfg: dict[str, Any], model_type: str) -> tuple[int, str] | None:
+    """(the positions ``model_type``'s class builds, its name) where ``cfg`` states no length key gpuplan reads and
+    the class is known; else None."""
+    if any(cfg.get(key) is not None for key in POSITION_KEYS) or model_type not in CLASS_POSITIONS:
+        return None
+    name, default = CLASS_POSITIONS[model_type]
+    return default, name
+
+
+def _left_out_positions(cfg: dict[str, Any], model_type: str) -> dict[str, tuple[int, str]]:
+    """The length key left out where the class default is not the reader's generic 2,048 (GPT-2 / GPTBigCode: their
+    n_positions, the learned table's rows too)."""
+    built = class_positions(cfg, model_type)
+    if built is None or built[0] == GENERIC_POSITIONS:
+        return {}
+    key = "n_positions" if model_type in ("gpt2", "gpt_bigcode") else "max_position_embeddings"
+    return {key: (built[0], f"{key} left out: {built[1]}'s default {built[0]:,}, as transformers builds it")}
+
+
 def _left_out(cfg: dict[str, Any], model_type: str) -> dict[str, tuple[int, str]]:
     """{key: (the class default transformers builds, the note saying so)} for the K/V heads / head_dim ``cfg`` leaves
     out where its class fixes another number than gpuplan's own reading and that number builds a runnable model
@@ -128,7 +170,8 @@ def check_class_shapes(cfg: dict[str, Any], model_type: str) -> list[str]:
                                  f"would build {name}'s default {default:,}" +
                                  (' (give "q_lora_rank": null for queries without compression)'
                                   if key == "q_lora_rank" else ""))
-    return [note for _, note in _left_out(cfg, model_type).values()]
+    left_out = _left_out(cfg, model_type) | _left_out_positions(cfg, model_type)
+    return [note for _, note in left_out.values()]
 
 
 BIAS_KEYS = ("attention_bias", "mlp_bias", "bias")
@@ -209,7 +252,8 @@ def read_keys(cfg: dict[str, Any], model_type: str, overridden: bool = False) ->
     unread |= set() if overridden else set(EXPERT_KEYS) - set(READ_EXPERT_KEYS.get(model_type, ()))
     unread |= set() if overridden else _unread_aliases(cfg, model_type)  # another family's name (SHAPE_ALIASES)
     kept = {key: value for key, value in cfg.items() if value is not None and key not in unread}
-    for key, (default, _) in _left_out(cfg, model_type).items():  # the class defaults transformers builds (N1)
+    left_out = _left_out(cfg, model_type) | _left_out_positions(cfg, model_type)
+    for key, (default, _) in left_out.items():  # the class defaults transformers builds (N1)
         if key == "kv_n_heads":
             kept["attn_config"] = {**(cfg.get("attn_config") or {}), key: default}
         else:

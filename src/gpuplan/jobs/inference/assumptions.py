@@ -38,7 +38,8 @@ def assumptions(plan: Plan, inputs: InferenceInputs, serving: Serving) -> tuple[
         Assumption("allreduce_latency", "all-reduce latency", f"{e.latency(KR.collective_fabric(plan.gpu, plan.setup.runtime.p2p).scale_up_bandwidth) * 1e6:.0f} us",
                    "vLLM custom all-reduce on H100 (sgl-project/sglang#2904); x3 without NVLink",
                    "--allreduce-latency-us", "allreduce_latency_us" in u),
-        Assumption("context", "context per sequence", plan.context, "default min(4096, the model's maximum)",
+        Assumption("context", "context per sequence", plan.context, "default min(4096, the model's maximum; under "
+                   "vLLM, the max_model_len it derives)",
                    "--context", "context" in u),
         Assumption("output_tokens", "output tokens per sequence", plan.output, "default min(256, context / 2); "
                    "TPOT is taken at prompt + output / 2 cached tokens", "--output-tokens", "output_tokens" in u),

@@ -46,12 +46,18 @@ def _rope_entries(raw: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def vllm_max_model_len(raw: dict[str, Any]) -> tuple[int, str] | None:
-    """(vLLM's derived max_model_len, the key it came from) for a config.json's fields; None where the config
-    states no length key (vLLM then reads the config class's default, which gpuplan does not know)."""
+    """(vLLM's derived max_model_len, the key it came from) for a config.json's fields. Where the config states no
+    length key vLLM reads the built config object's, its class default (adapters.class_shapes.CLASS_POSITIONS:
+    FalconConfig 2,048, Qwen2Config 32,768); None for a type whose class gpuplan does not list."""
+    from gpuplan.adapters.class_shapes import class_positions
+
     stated = [(key, length) for key in VLLM_LENGTH_KEYS if (length := _length(raw.get(key))) is not None]
-    if not stated:
+    if stated:
+        key, derived = min(stated, key=lambda pair: pair[1])  # the first smallest, as vLLM's strict '<'
+    elif (built := class_positions(raw, str(raw.get("model_type", "")))) is not None:
+        derived, key = float(built[0]), f"{built[1]}'s default max_position_embeddings: config.json states none"
+    else:
         return None
-    key, derived = min(stated, key=lambda pair: pair[1])  # the first smallest, as vLLM's strict '<'
     if (model_max := _length(raw.get("model_max_length"))) is not None:  # Command-R / Cohere: it wins
         key, derived = "model_max_length", model_max
     if "gemma3" not in str(raw.get("model_type", "")):
@@ -66,6 +72,24 @@ def vllm_max_model_len(raw: dict[str, Any]) -> tuple[int, str] | None:
         if factor != 1.0:
             derived, key = derived * factor, f"{key} x rope_scaling factor {factor:g}"
     return int(derived), key
+
+
+DEFAULT_CONTEXT = 4096
+"""infer's context where neither --context nor --prompt is given (tokens), capped by the model's limits."""
+
+
+def default_context(spec: ModelSpec, raw: dict[str, Any], vllm: bool) -> tuple[int, str]:
+    """(infer's default context, tokens; a note where vLLM's max_model_len set it, else ''): min(4096, the model's
+    positions) and, under vLLM, min with the max_model_len it derives (a model_max_length, seq_length or rope factor
+    < 1 below the positions: hostile w25 mend, R2: the default 4,096 was refused 'context: got 4096'). The
+    assumption line (jobs.inference.assumptions) says the rule."""
+    context = min(DEFAULT_CONTEXT, spec.max_position_embeddings)
+    derived = vllm_max_model_len(raw) if vllm else None
+    if derived is None or not 2 <= derived[0] < context:  # below 2 no context runs: check_vllm_context refuses
+        return context, ""
+    return derived[0], (f"context {derived[0]:,} (the default, --context not given): vLLM's max_model_len for "
+                        f"{spec.name}, from {derived[1]}, below min({DEFAULT_CONTEXT:,}, its "
+                        f"{spec.max_position_embeddings:,} positions)")
 
 
 def check_vllm_context(raw: dict[str, Any], spec: ModelSpec, context: int, prompt: int | None, output: int,

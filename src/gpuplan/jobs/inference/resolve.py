@@ -19,7 +19,12 @@ from gpuplan.core.model.spec import ModelSpec
 from gpuplan.errors import InputError
 from gpuplan.schema.serving_rules import check_model_options
 from gpuplan.jobs.inference import inputs_releases as IR
-from gpuplan.jobs.inference.context_limits import check_learned_context, check_vllm_context, context_notes
+from gpuplan.jobs.inference.context_limits import (
+    check_learned_context,
+    check_vllm_context,
+    context_notes,
+    default_context,
+)
 from gpuplan.jobs.inference.quant_config import (  # noqa: F401 (re-exported: callers import them from here)
     weight_format_from_hf,
 )
@@ -94,7 +99,8 @@ def resolve_plan(inputs: InferenceInputs) -> Plan:
         output = inputs.output_tokens if inputs.output_tokens is not None else 256
         context = inputs.prompt + output
     else:
-        context = inputs.context or min(4096, spec.max_position_embeddings)
+        context, told = (inputs.context, "") if inputs.context else default_context(spec, raw, engine == "vllm")
+        notes += [told] if told else []
         output = inputs.output_tokens if inputs.output_tokens is not None else min(256, context // 2)
     if not 1 <= output < context:
         raise InputError("output_tokens", output, f"must be at least 1 and below the context ({context})")
