@@ -289,3 +289,16 @@ def test_the_disaggregated_pools_are_every_pairs(name):
     assert list(lazy.items()) == list(every.items()) and lazy
     if name == "readme":
         assert len(timed) < 0.7 * sum(len(s) for s in steps.values()), len(timed)
+
+
+def test_an_infinite_prefill_is_no_rate_with_or_without_the_early_stop():
+    """Review R1 (s23): with an infinite prefill max_rate's upper end is 1 / inf = 0, where the early stop's
+    replicas_for divided by it (ZeroDivisionError through size_for_target(..., cheapest_per_type=True)); the search
+    answers None either way, as it did before the early stop existed."""
+    from gpuplan.core.serving.load import LoadTarget, max_rate, replicas_for
+
+    target = LoadTarget(1.0, 0.05, 1000.0)
+    useless = lambda hi: replicas_for(target, type("R", (), {"rate": hi})()) >= 4  # noqa: E731 (the sizing's test)
+    decode = lambda batch: 0.01 * batch  # noqa: E731
+    assert max_rate(target, float("inf"), decode, 100, 8) is None
+    assert max_rate(target, float("inf"), decode, 100, 8, useless=useless) is None

@@ -130,9 +130,9 @@ def size_for_target(plan: Plan, target: LoadTarget, price: float | None = None, 
     the user's --max-num-seqs (scheduler_refusal) are left out. ``timed``: replica_steps_by_gpu, if already timed.
     ``cheapest_per_type``: a TP is not searched, or its rate search stops, where it cannot take fewer GPUs than a
     smaller TP kept on its type (load.fewest_replicas from its prefill; max_rate's ``useless`` at the search's upper
-    end; replicas_for never falls as the rate rises): one price a type, so never cheaper; on a tie the smaller TP
-    sorts first. Each type's first configuration, all an answer reads (sizing_section, sizing_table,
-    disaggregated_section), is the same."""
+    end; replicas_for never rises as the rate rises, so a rate below that end needs as many replicas at least): one
+    price a type, so never cheaper; on a tie the smaller TP sorts first. Each type's first configuration, all an
+    answer reads (sizing_section, sizing_table, disaggregated_section), is the same."""
     found, hold = [], RP.server_hold_seconds(plan.setup.runtime, plan.prompt)
     for gpu in serving_gpus(plan):
         fewest = None  # GPUs of the smallest configuration kept on this type
