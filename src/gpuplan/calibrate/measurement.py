@@ -110,7 +110,7 @@ def measurement_from_trial(data: dict, source: str) -> Measurement:
         memory_kind="allocated" if env["device_type"] == "cuda" else "tracked",
         samples=int(s.get("steps", 0)), framework="hf",
         finetune="lora" if s.get("lora_rank") else "full", lora_rank=int(s.get("lora_rank") or 16),
-        attention=str(s.get("attention", "sdpa")),
+        attention=str(s.get("attention") or "sdpa"),  # null in a file: the trial's default
         optimizer_impl=str(s.get("optimizer_impl") or ("foreach" if s.get("foreach", True) else "forloop")),
         environment=trial_environment(env),
     )

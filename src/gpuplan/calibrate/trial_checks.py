@@ -11,6 +11,7 @@ import math
 from typing import Any
 
 from gpuplan.errors import InputError
+from gpuplan.schema.vocabulary import MAX_DEGREE
 
 MAX_MICRO_BATCH = 65_536
 MAX_TOKENS_PER_MICRO_BATCH = 1 << 22
@@ -21,6 +22,11 @@ MAX_BYTES = 1e14
 # settings field -> the values a trial writes (gpuplan.profile.trial_plan; 'adam' from older files)
 CHOICES = {"precision": ("bf16", "fp32", "fp32-autocast"), "recompute": ("none", "full"),
            "parallelism": ("none", "fsdp2", "ddp"), "optimizer": ("adamw", "adam", "sgd")}
+# settings a trial writes that older files may lack or leave null (read as sdpa / foreach): any other value was
+# read as written ('banana' calibrated as an attention kernel); gpuplan.profile.trial_plan ATTENTIONS, OPTIMIZER_IMPLS
+OPTIONAL_CHOICES = {"attention": ("sdpa", "eager"), "optimizer_impl": ("foreach", "fused", "forloop")}
+MAX_LORA_RANK = MAX_DEGREE
+"""--lora-rank's bound (schema.vocabulary.LoraRank is a Degree)."""
 
 
 def check_trial(data: dict, source: str) -> dict:
@@ -46,11 +52,12 @@ def check_trial(data: dict, source: str) -> dict:
             refuse(f"environment.cpu_microbenchmarks.{key}", value, "must be a positive, finite number")
     if not isinstance(config["model"], str) or not config["model"].strip():
         refuse("config.model", config["model"], "must be the model's name or config.json path (text)")
-    for key, allowed in CHOICES.items():
-        if key in settings and settings[key] not in allowed:
+    for key, allowed in (*CHOICES.items(), *OPTIONAL_CHOICES.items()):
+        if key in settings and settings[key] not in allowed and (key in CHOICES or settings[key] is not None):
             value = settings[key]
             shown = value if isinstance(value, str | int | float | None) else f"a {type(value).__name__}"
-            refuse(f"config.settings.{key}", shown, f"must be one of {', '.join(allowed)}")
+            refuse(f"config.settings.{key}", shown, f"must be one of {', '.join(allowed)}"
+                   + ("" if key in CHOICES else ", or null"))
     if "steps" in settings and not _whole(settings["steps"], 1, 10**9):
         refuse("config.settings.steps", settings["steps"], "must be a whole number from 1 to 1,000,000,000")
     micro, seq = settings["micro_batch"], settings["seq_len"]
@@ -110,7 +117,8 @@ FIELDS: dict[str, Rule] = {
     "config.settings.layers": _counted(1, 1 << 20), "config.settings.warmup": _counted(0, 10**9),
     "config.settings.peak_tflops": _positive(1e6), "config.settings.seed": _counted(0, 2**64),
     "config.settings.world_size": _counted(1, 10_000_000), "config.settings.device": TEXT,
-    "config.settings.attention": TEXT, "config.settings.loop": TEXT, "config.settings.foreach": FLAG,
+    "config.settings.lora_rank": _counted(1, MAX_LORA_RANK),  # null: full fine-tuning
+    "config.settings.loop": TEXT, "config.settings.foreach": FLAG,
     "results.tokens_per_step": _positive(1e15), "results.tokens_per_s_per_device": _positive(1e8),
     "results.flops": MAPPING, "results.flops.definition": TEXT,
     **{f"results.flops.{k}_flops_per_token": _positive(1e18) for k in ("model", "hardware", "six_n")},
