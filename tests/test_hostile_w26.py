@@ -8,7 +8,11 @@ line naming the field, exit 2):
     (calibrate/trial_checks.FIELDS);
 (2) config.settings.attention and config.settings.optimizer_impl took any text ('banana', or 5 read as '5') and
     calibrated with it; now one of the values a trial writes (profile.trial_plan ATTENTIONS, OPTIMIZER_IMPLS) or
-    null, read as the trial's defaults sdpa / foreach (attention: null was read as the text 'None' before).
+    null, read as the trial's defaults sdpa / foreach (attention: null was read as the text 'None' before);
+(3) a malformed calibration over the web API was quoted as "calibration: got 'calibration'", whether the body held
+    the document or named a file of the server's --calibration-dir: a named file is now checked where it is read
+    and quoted by the name the request gave (web/service.calibration_document), a document as 'the JSON document'
+    (schema.vocabulary._calibration, the Python API's too).
 """
 
 from __future__ import annotations
@@ -62,3 +66,35 @@ def test_a_null_attention_is_read_as_the_trials_default():
     m = measurement_from_trial(data, "t.json")
     assert m.attention == "sdpa"  # was the text 'None'
     assert (m.finetune, m.lora_rank) == ("lora", 8)
+
+
+BAD_CALIBRATION = {"schema_version": 2, "kind": "gpuplan.calibration", "compute_time": {"value": -1}}
+
+
+@pytest.fixture
+def calibration_folder(tmp_path):
+    folder = tmp_path / "calibrations"
+    folder.mkdir()
+    (folder / "neg.json").write_text(json.dumps(BAD_CALIBRATION))
+    return folder
+
+
+@pytest.mark.parametrize("route, body, field, quoted", [
+    ("/api/budget", {"gpus": 64, "calibration": "neg.json"}, "calibration", "neg.json"),
+    ("/api/budget", {"gpus": 64, "calibration": "neg"}, "calibration", "neg"),
+    ("/api/budget", {"gpus": 64, "calibration": BAD_CALIBRATION}, "calibration", "the JSON document"),
+    ("/api/campaign", {"stages": [{"tokens": "1T", "gpus": 64, "calibration": "neg"}]}, "stages[0].calibration",
+     "neg"),
+], ids=["file", "name", "document", "campaign-stage"])
+def test_a_malformed_calibration_is_quoted_by_what_the_request_gave(calibration_folder, route, body, field, quoted):
+    pytest.importorskip("fastapi")
+    from fastapi.testclient import TestClient
+
+    from gpuplan.web import create_app
+
+    client = TestClient(create_app(calibration_dir=str(calibration_folder)))
+    response = client.post(route, json=body)
+    assert response.status_code == 422, response.text
+    message = response.json()["detail"][0]["msg"]
+    assert message.startswith(f"{field}: got '{quoted}'; is incomplete or malformed"), message
+    assert "\n" not in message and str(calibration_folder) not in message  # the server's folder is not told

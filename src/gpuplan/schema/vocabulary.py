@@ -65,8 +65,8 @@ def _calibration(value: Any, info) -> Any:
     if isinstance(value, Calibration):  # checked as its document is: a hand-built NaN factor was refused only later,
         return calibration_from_dict(calibration_to_dict(value), "a Calibration object",  # as 'wall_seconds' (wave
                                      "a Calibration as `gpuplan calibrate` fits it or load_calibration reads it")  # 18)
-    if isinstance(value, dict):
-        return calibration_from_dict(value, "calibration")
+    if isinstance(value, dict):  # quoted as what it is ('calibration: got 'calibration'' said nothing: wave 26)
+        return calibration_from_dict(value, "the JSON document")
     if isinstance(value, str):
         return load_calibration(T.name(value, info))
     raise InputError("calibration", type(value).__name__, "expected a calibration file path or its JSON document")

@@ -215,10 +215,14 @@ def calibration_document(value: Any, folder: str | None) -> dict[str, Any]:
     path = next((c for c in candidates if not c.is_symlink() and c.is_file()), None)
     if path is None:
         raise InputError("calibration", value, "no such calibration in the server's --calibration-dir")
+    from gpuplan.calibrate.model import calibration_from_dict
+
     try:
-        return read_json(path, "calibration", follow_links=False)  # checked again on the open descriptor
+        document = read_json(path, "calibration", follow_links=False)  # checked again on the open descriptor
     except InputError as exc:
         raise InputError("calibration", value, exc.expected.replace(str(path), value)) from None
+    calibration_from_dict(document, value)  # a malformed file is named as the request names it (was 'calibration')
+    return document
 
 
 def catalog(kind: str, search: str | None, lang: str = "en") -> dict[str, Any]:
