@@ -191,7 +191,7 @@ def test_train_times_its_ramp_on_the_evaluator_its_search_used(run_cli, monkeypa
 
 
 def test_plan_counts_the_ramp_once_in_its_ranked_days():
-    """ranked_days = days x the ranking's time / the step's (jobs.plan.estimate._with_ranked_columns): both carry the
+    """ranked_days = days x the ranking's time / the step's (jobs.plan.ranked_columns.with_ranked_columns): both carry the
     ramp factor, so it is divided out once; with a ramp, ranked / days is what it is without (± model, failures)."""
     import gpuplan
 

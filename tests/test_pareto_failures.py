@@ -52,12 +52,12 @@ def test_ranked_days_are_the_slow_end_with_failures_the_answer_prints(answer):
 def test_the_front_is_the_definition_over_the_ranked_objectives():
     """Against a by-definition front (no row beaten on every objective) on the search's table; the
     failure-free front of the same table still reaches 2,097,152, which the ranked one does not."""
-    from gpuplan.jobs.plan.estimate import _with_ranked_columns
+    from gpuplan.jobs.plan.ranked_columns import with_ranked_columns
     from gpuplan.jobs.plan.schema import PlanInputs
     from gpuplan.jobs.plan.search import search
     from gpuplan.planner.search import pareto_front
 
-    table = _with_ranked_columns(search(PlanInputs(**RANGE)).table)
+    table = with_ranked_columns(search(PlanInputs(**RANGE)).table)
     objectives = ("gpus", "ranked_days", "ranked_cost")
     front = pareto_front(table, objectives)
     values = np.stack([table[o] for o in objectives], axis=1)

@@ -28,7 +28,7 @@ from gpuplan.jobs.plan import search as plan_search  # called through the module
 from gpuplan.jobs.plan.fallbacks_told import (group_count_note, idle_reason, plan_counts_without_layout,
                                            plan_fallback_note)
 from gpuplan.jobs.plan.search import PlanSearch, chosen_plan, idle_told
-from gpuplan.jobs.plan.ranked_columns import with_ranked_columns as _with_ranked_columns  # tests import this name
+from gpuplan.jobs.plan.ranked_columns import with_ranked_columns
 from gpuplan.jobs.plan.shard_group_told import shard_group_line
 from gpuplan.jobs.training.batch_ramp import ramp_input, ramp_line, ramp_notes, ramp_on
 from gpuplan.planner.plan import Plan, layout_text, ranking, row_layout
@@ -181,7 +181,7 @@ def _report_inputs(inputs: PlanInputs, model: str, gpu, counts, deadline: float 
 def plan_report(inputs: PlanInputs, progress=None) -> Report:
     inputs = job_inputs(inputs, PlanInputs)  # a mapping read through the one schema, as the other doors do
     result = plan_search.search(inputs, progress)
-    table, price = _with_ranked_columns(result.table), result.price
+    table, price = with_ranked_columns(result.table), result.price
     rank_by, deadline = rank_by_of(inputs), deadline_of(inputs)
     order = ranking(table, rank_by, table["cost"])
     top = order[: inputs.top]
