@@ -1,5 +1,5 @@
 """What a training log says, as gpuplan reads it: one record per logged step, the log with its
-run-level facts, and the medians a calibration uses (stdlib only; the parsers are in
+run-level facts, and the medians a calibration uses (stdlib and gpuplan.errors only; the parsers are in
 adapters.training_logs, the readers in adapters.log_files)."""
 
 from __future__ import annotations
@@ -7,6 +7,8 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass, field
 from typing import Any
+
+from gpuplan.errors import InputError, whole_or
 
 GiB = 2**30
 MiB = 2**20
@@ -16,8 +18,6 @@ def check_reserved(allocated: float, reserved: float, names: tuple[str, str], so
     """Refuse a reserved peak below the allocated one (same unit, the log's): PyTorch's caching allocator reserves
     every byte it hands out, so torch.cuda.max_memory_reserved() >= max_memory_allocated() (torch/cuda/memory.py:
     'reserved' = allocated + cached); a log saying otherwise swapped its columns or units (hostile w25)."""
-    from gpuplan.errors import InputError, whole_or
-
     if reserved < allocated:
         raise InputError(names[1], whole_or(reserved), f"in {source}{where}: below {names[0]} {allocated:g}; PyTorch reserves "
                          "every allocated byte (reserved = allocated + cached), so the reserved peak is at least the "

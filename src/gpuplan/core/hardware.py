@@ -86,6 +86,12 @@ class Accelerator:
         kinds all use it."""
         return self.scale_up_domain or self.devices_per_node or 8
 
+    def link_node(self, gpus_per_node: int | None = None) -> int:
+        """GPUs of the link model's node (core.comm.topology.cluster_for; the HSDP search's whole nodes):
+        --gpus-per-node where given, else the host on a part whose host joins several scale-up domains over PCIe
+        (host_link_bandwidth: H100 NVL), else the scale-up domain (scale_up_ranks)."""
+        return gpus_per_node or (self.devices_per_node if self.host_link_bandwidth else None) or self.scale_up_ranks
+
     @property
     def fp8_any_layout_gemm(self) -> bool:
         """FP8 GEMMs take a column-wise (non-TN) operand without a transposed copy: Transformer Engine's

@@ -85,11 +85,10 @@ def shard_group_assumption(inputs, layout=None) -> tuple:
 
 
 def _node_of(inputs) -> int | None:
-    """GPUs a node, as the search counts them (--gpus-per-node, else the catalog's); None where unknown."""
-    if getattr(inputs, "gpus_per_node", None):
-        return inputs.gpus_per_node
+    """GPUs a node, as the search counts them (Accelerator.link_node: cluster_for's node, --gpus-per-node where
+    given); None where unknown."""
     try:
-        return resolve_gpu(getattr(inputs, "gpu", None)).devices_per_node
+        return resolve_gpu(getattr(inputs, "gpu", None)).link_node(getattr(inputs, "gpus_per_node", None))
     except InputError:  # resolve_gpu's one refusal (no name, not the catalog's): the job refused it already
         return None
 

@@ -235,7 +235,7 @@ def cluster_for(gpu: Accelerator, gpus_per_node: int | None = None, nic_gbit_per
     # the link model's "node" is the scale-up (NVLink) domain (Accelerator.scale_up_ranks: 8 on HGX, 72 on
     # GB200 NVL72); on a part whose host joins several domains over PCIe (host_link_bandwidth: H100 NVL) the
     # host (devices_per_node), its domains inside it (Cluster.host_bandwidth, domain)
-    per_node = gpus_per_node or (gpu.devices_per_node if gpu.host_link_bandwidth else None) or gpu.scale_up_ranks
+    per_node = gpu.link_node(gpus_per_node)
     if per_node < 1:
         raise InputError("gpus_per_node", per_node, "must be a positive integer")
     up = (gpu.scale_up_bandwidth or 64e9) / 2  # catalog figures are both directions summed

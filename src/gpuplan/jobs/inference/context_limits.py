@@ -141,8 +141,9 @@ def context_notes(spec: ModelSpec, raw: dict[str, Any], context: int) -> list[st
         return [f"{head}: positions beyond it were never trained (a linear bias, no table to run out of): expect "
                 "quality loss; vLLM refuses max_model_len above it unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1; memory "
                 "and speed are shown as if it ran"]
-    rope = raw.get("rope_scaling") or {}
-    if rope:
+    entries = _rope_entries(raw)  # rope_scaling or transformers 5's rope_parameters, as the vLLM check reads them
+    if entries:
+        rope = entries[0]
         kind = rope.get("rope_type") or rope.get("type")
         return [f"{head}, already extended by {kind} rope_scaling (factor {rope.get('factor')}); positions "
                 "beyond it were never trained: expect quality loss; memory and speed are shown as if it ran"]

@@ -146,13 +146,13 @@ def size_for_target(plan: Plan, target: LoadTarget, price: float | None = None, 
             if prune and fewest is not None and tp * fewest_replicas(target, prefill, hold) >= fewest:
                 continue
             useless = (lambda hi, tp=tp, kept=fewest: tp * replicas_for(target, _rated(hi)) >= kept) if (
-                prune and fewest) else None
+                prune and fewest is not None) else None
             replica = max_rate(target, prefill, decode, plan.output, cap, hold, useless)
             if replica is None:
                 continue
             found.append(SizedConfig(gpu, tp, replica, replicas_for(target, replica), cost, source,
                                      (prefill, decode, cap)))
-            fewest = min(fewest or found[-1].gpus, found[-1].gpus)
+            fewest = found[-1].gpus if fewest is None else min(fewest, found[-1].gpus)
     return sorted(found, key=lambda c: (c.cost_per_hour is None, c.cost_per_hour or 0.0, c.gpus))
 
 
