@@ -13,7 +13,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from gpuplan.adapters.config_fields import KNOWN_LAYER_TYPES, first, is_finite_number, list_refusal
+from gpuplan.adapters.config_fields import (KNOWN_LAYER_TYPES, WINDOW_FLAG_TYPES, first, is_finite_number,
+                                           list_refusal)
 from gpuplan.errors import InputError
 
 MAX_ROPE_FACTOR = 1024.0
@@ -58,7 +59,7 @@ def _nested(settings: dict[str, Any], cfg: dict[str, Any]) -> list[str]:
         types = {t for t in declared if isinstance(t, str)}
     else:
         types = set(CLASS_LAYER_TYPES.get(str(cfg.get("model_type")), ()))
-        if types and cfg.get("model_type") in ("qwen2", "qwen2_moe", "qwen3") and cfg.get("use_sliding_window"):
+        if types and cfg.get("model_type") in WINDOW_FLAG_TYPES and cfg.get("use_sliding_window"):
             types.add("sliding_attention")
     return [key for key in settings if key in types]
 

@@ -330,9 +330,7 @@ def remember_nccl_all_reduce(message: float, tp: int, fabric: Accelerator, secon
     """Hand nccl_all_reduce_seconds one value worked out ahead (nccl_all_reduce_values): a sizing's decode step at
     one batch hands its own messages over, where priming put the keys of every batch up to its KV cap in the table
     (~72,000 keys an answer, ~0.2 s of hashing; docs/performance.md, 'Serving sizing')."""
-    if len(_NCCL_ALL_REDUCE_SECONDS) >= _NCCL_CACHE_LIMIT:  # _remember's bound, one key
-        _NCCL_ALL_REDUCE_SECONDS.clear()
-    _NCCL_ALL_REDUCE_SECONDS[(message, tp, fabric)] = seconds
+    _remember({(message, tp, fabric): seconds})  # the table's one bound
 
 
 def _remember(found: dict) -> None:
