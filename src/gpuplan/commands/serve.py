@@ -74,6 +74,7 @@ def serve_schema() -> type:
     from gpuplan.schema import types as T
     from gpuplan.schema import vocabulary as V
     from gpuplan.schema.base import JobInputs
+    from gpuplan.schema.port_field import Port
 
     def folder(value: Any, info) -> str:
         from pathlib import Path
@@ -91,7 +92,7 @@ def serve_schema() -> type:
                 "Address to bind: 127.0.0.1 is this machine only; 0.0.0.0 makes the page reachable from the network.",
             ),
         ]
-        port: Annotated[T.typed(int, T.number(1, 65535, whole=True)), V.field(8000, "Port.")]
+        port: Annotated[Port, V.field(8000, "Port (1 to 65535, in decimal digits).")]
         calibration_dir: Annotated[
             T.typed(str, folder, {"type": "string"}) | None,
             V.field(
