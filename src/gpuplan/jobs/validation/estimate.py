@@ -21,8 +21,8 @@ from gpuplan.core.economics.gpu_time import solve_compute_budget
 from gpuplan.core.model.spec import params_for_6nd
 from gpuplan.jobs.training.schema import DEFAULT_MFU, TrainingInputs
 from gpuplan.jobs.training.timing import count_flops
-from gpuplan.jobs.validation.gpu_hours import (FITTED_RUNS, end_to_end_gpu_hours, end_to_end_split_table,
-                                                predicted_sets_table)
+from gpuplan.jobs.validation.gpu_hours import (FITTED_RUNS, KIND_BUDGET, end_to_end_and_budget,
+                                                end_to_end_split_table, predicted_sets_table)
 from gpuplan.report.model import Report, Table
 
 KIND_GIVEN = "gpu_hours (given reported throughput)"
@@ -92,10 +92,10 @@ def validation_cases() -> list[Case]:
         predicted = _planned_gpu_hours(run)
         if predicted is not None:
             cases.append(Case(run["id"], KIND_PREDICTED, measured, predicted[0], predicted[1], note))
-        end_to_end = end_to_end_gpu_hours(run)
-        if end_to_end is not None:
+        if (both := end_to_end_and_budget(run)) is not None:
             role = "fitted: its census set the failure rate" if run["id"] in FITTED_RUNS else "held out"
-            cases.append(Case(run["id"], KIND_END_TO_END.format(role=role), measured, *end_to_end, note))
+            cases += [Case(run["id"], kind.format(role=role), measured, *hours, note)
+                      for kind, hours in zip((KIND_END_TO_END, KIND_BUDGET), both) if hours is not None]
     return cases
 
 
@@ -305,7 +305,7 @@ def validation_report() -> Report:
         "validate", "Accuracy against published runs", (), (), (),
         notes=("error = (predicted - measured) / measured; mean and max are of |error|, bias the mean signed error",),
         tables=(Table("summary", ("kind", "cases", "mean abs error", "max abs error", "bias"), tuple(summary)),
-                end_to_end_split_table([c for c in cases if c.kind == KIND_END_TO_END.format(role="held out")]),
+                end_to_end_split_table(*([c for c in cases if c.kind == k.format(role="held out")] for k in (KIND_END_TO_END, KIND_BUDGET))),
                 predicted_sets_table([c for c in cases if c.kind == KIND_PREDICTED]),
                 Table("cases", ("run", "kind", "measured", "predicted", "error", "basis", "note"), rows),
                 *_framework_tables(), _fit_rule_table(),

@@ -1,0 +1,89 @@
+"""The budget kind of `gpuplan validate` (jobs/validation/gpu_hours.KIND_BUDGET, session 24): the 'GPU-hours budget'
+line `gpuplan budget` prints for a published run's inputs, against the run's wall-clock total. The budget is the
+failure-free hours plus the contingency lines: restarts, tuning and evaluation 5% each of the failure-free hours
+(jobs/budget/fields.py, the article's 20% split in 2588afc5) and the failure model's expected loss."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from gpuplan.catalog import reference_runs
+from gpuplan.jobs.validation.estimate import KIND_END_TO_END
+from gpuplan.jobs.validation.gpu_hours import KIND_BUDGET, end_to_end_and_budget, reported_as
+from tests.helpers import validation_cases_once
+
+HELD = KIND_BUDGET.format(role="held out")
+
+
+def _runs() -> dict:
+    return {r["id"]: r for r in reference_runs()["runs"]}
+
+
+def test_budget_is_the_end_to_end_hours_plus_fifteen_percent_of_the_failure_free_hours():
+    # Pythia 12B (256 A100, GPT-NeoX): the end-to-end kind's expected hours hold the failure-free run, its in-loop
+    # evaluation and the failure model's loss (the budget's 'failures' line is expected - run hours); the budget adds
+    # restarts, tuning and evaluation at 5% each of the failure-free compute hours: budget = expected + 0.15 x free
+    from gpuplan.jobs.budget.estimate import estimate_budget
+    from gpuplan.jobs.validation.gpu_hours import run_inputs
+
+    run = _runs()["pythia-12b"]
+    report = estimate_budget(run_inputs(run))
+    free = report.value("gpu_hours_with_comm")
+    (expected, _), (budget, basis) = end_to_end_and_budget(run)
+    assert budget == pytest.approx(report.value("budget_gpu_hours"), rel=1e-12)
+    for name in ("restarts", "tuning", "evaluation"):
+        assert report.value(f"contingency_{name}") == pytest.approx(0.05 * free, rel=1e-12)
+    assert budget == pytest.approx(expected + 0.15 * free, rel=1e-9)
+    assert basis.startswith(f"budget {budget:,.0f} GPU-hours = failure-free {free:,.0f} + contingency (restarts ")
+
+
+def test_rate_totals_get_no_budget_case():
+    # a total that is tokens / the source's own rate holds no downtime, rollbacks or evaluation: no budget to hold it to
+    runs = _runs()
+    rates = [i for i, r in runs.items() if "gpus" in r and reported_as(r) == "rate"]
+    assert {"llama1-65b", "deepseek-v3", "tinyllama-1.1b", "smollm3-3b"} <= set(rates)
+    budget_ids = {c.id for c in validation_cases_once() if c.kind in (HELD, KIND_BUDGET.format(
+        role="fitted: its census set the failure rate"))}
+    assert not budget_ids & set(rates)
+    end_to_end_ids = {c.id for c in validation_cases_once() if c.kind == KIND_END_TO_END.format(role="held out")}
+    assert budget_ids - {"llama3.1-405b"} == end_to_end_ids - set(rates)
+
+
+def test_held_out_budget_level():
+    # 19 wall-clock totals, held out (Llama 3.1 405B is the fitted census row): 9.4% mean |error|, bias -0.4%, max 40.8%
+    # (BloombergGPT 50B, whose step the model times at 17.2 s against the run's 32.5 s) at session 24. Bound: the level
+    # + ~1 point; a budget that drifts past the article's 10% fails here.
+    held = [c for c in validation_cases_once() if c.kind == HELD]
+    assert len(held) == 19
+    mean_abs = sum(abs(c.error) for c in held) / len(held)
+    assert 0.08 < mean_abs < 0.105
+    worst = max(held, key=lambda c: abs(c.error))
+    assert worst.id == "bloomberggpt-50b" and worst.error == pytest.approx(-0.408, abs=0.01)
+
+
+def test_budget_case_equals_what_the_budget_command_prints():
+    # the user's door: `gpuplan budget` with the row's inputs prints the same budget the validation compares
+    run = _runs()["pythia-1b"]
+    (_, _), (budget, _) = end_to_end_and_budget(run)
+    layout = run["layout"]
+    args = [sys.executable, "-m", "gpuplan", "budget", "--model", run.get("model") or "", "--tokens", str(run["tokens"]),
+            "--gpu", run["gpu"], "--gpus", str(run["gpus"]), "--mfu", "predicted", "--json"]
+    if not run.get("model"):
+        args[args.index("--model"):args.index("--model") + 2] = ["--params", str(run["params"])]
+    args += ["--seq-len", str(run.get("seq_len", 2048)), "--global-batch", str(run["global_batch"])]
+    for key in ("tp", "pp", "zero", "micro_batch"):
+        if key in layout:
+            args += [f"--{key.replace('_', '-')}", str(layout[key])]
+    for key in ("recompute", "attention_kernel", "nic_gbit_per_gpu", "framework", "dp_overlap", "tp_overlap",
+                "grad_dtype", "eval_interval", "eval_iters"):
+        if key in run:
+            args += [f"--{key.replace('_', '-')}", str(run[key])]
+    if run.get("sequence_parallel") is False:
+        args += ["--no-sequence-parallel"]
+    done = subprocess.run(args, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    printed = json.loads(done.stdout)
+    lines = {line["key"]: line["value"] for section in printed["sections"] for line in section["lines"]}
+    assert lines["budget_gpu_hours"] == pytest.approx(budget, rel=1e-6)
