@@ -16,7 +16,7 @@ from gpuplan.core.serving import kernels as K
 from gpuplan.core.serving import kv_cache
 from gpuplan.core.serving import roofline as R
 from gpuplan.core.serving import step_memo
-from gpuplan.core.serving.identity_memo import ByIdentity
+from gpuplan.core.serving.identity_memo import by_identity
 from gpuplan.core.serving.load import LoadTarget, max_rate, replica_at
 from helpers import bisected_rate, scalar_collective_evaluations
 
@@ -158,7 +158,7 @@ def test_skipping_the_decode_steps_of_a_failing_ttft_changes_no_answer(ttft, tpo
 
 
 def test_identity_memo_answers_what_the_function_answers():
-    """ByIdentity returns the wrapped function's answer: by the arguments' ids while the same objects come back,
+    """by_identity returns the wrapped function's answer: by the arguments' ids while the same objects come back,
     through the function (by value) for equal objects that are not the same, and afresh after cache_clear."""
     from functools import lru_cache
 
@@ -169,7 +169,7 @@ def test_identity_memo_answers_what_the_function_answers():
         calls.append((shape, scale))
         return shape[0] * shape[1] * scale
 
-    memo = ByIdentity(area, limit=2)
+    memo = by_identity(area, limit=2)
     shape = (3, 4)
     assert memo(shape, 2) == 24 and memo(shape, 2) == 24
     assert calls == [((3, 4), 2)] and area.cache_info().hits == 0  # the second never reached the lru_cache
@@ -179,6 +179,12 @@ def test_identity_memo_answers_what_the_function_answers():
     memo.cache_clear()
     assert memo.by_id == {} and area.cache_info().currsize == 0
     assert memo(shape, 2) == 24 and len(calls) == 3
+    # by_value=1: the first argument by value, so 1,000 made twice (two int objects) is one entry (outside_layers'
+    # row bytes, int(...) at each call)
+    scaled = by_identity(lru_cache(maxsize=8)(lambda scale, shape: shape[0] * shape[1] * scale), limit=4, by_value=1)
+    one, other = int("1000"), int("1000")
+    assert one is not other and scaled(one, shape) == scaled(other, shape) == 12_000
+    assert len(scaled.by_id) == 1 and scaled.cache_info().misses == 1 and scaled.cache_info().hits == 0
 
 
 def test_step_constants_are_found_by_identity_and_cleared_with_the_lru(plans):
@@ -246,7 +252,7 @@ def unpatched(plans):
 
 def test_a_patched_gemm_flops_or_all_gather_is_read(plans, unpatched, monkeypatch):
     """tests/conftest.py's serving_memos_follow_patches empties roofline._gemm_flops_of and
-    outside_layers._ROWS_BY_PART (roofline.clear_memos) as it does _step_constants: gemm_flops_per_token at 100x
+    outside_layers._gathers_of (roofline.clear_memos) as it does _step_constants: gemm_flops_per_token at 100x
     moves the compute-bound step at batch 512 (review s22 R3 N1: 0.097 -> 1.058 s; here more than 5x), and a
     patched _gathers_by_row (7 s a row count) is what _all_gather_seconds reads."""
     import numpy as np

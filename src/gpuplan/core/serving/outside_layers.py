@@ -27,6 +27,7 @@ from gpuplan.core.serving import kernels as KR
 from gpuplan.core.serving import layer_kernels as LK
 from gpuplan.core.serving import outside_kernels as OK
 from gpuplan.core.serving import graph_floor as GF
+from gpuplan.core.serving.identity_memo import by_identity
 from gpuplan.core.serving.releases import EngineRelease
 from gpuplan.core.serving.setup import ServingSetup
 from gpuplan.core.serving.tp_span import on_pcie
@@ -141,14 +142,13 @@ _GATHER_ROWS = 1024
 """Rows of logits (1 .. this) whose all-gathers are evaluated together, in one vectorised pass, on a first miss."""
 
 
-@lru_cache(maxsize=256)
 def _gathers_by_row(row_bytes: int, tp: int, fabric: Accelerator, p2p: bool = True) -> np.ndarray:
     """NCCL's all-gather of 1 .. _GATHER_ROWS rows of ``row_bytes`` over ``tp`` GPUs of ``fabric`` (with GPU P2P or
     not: the links are kernels.collective_fabric's, x PCIE_NCCL_SLOWDOWN over PCIe), seconds, index = rows - 1: one
     numpy pass (collective_seconds takes arrays), where one scalar evaluation costs ~0.5 ms and a sizing search asks
-    for every batch on every layout (infer --rps: 3,204 scalar evaluations, +2 s, before). Keyed on the part as given
-    and ``p2p``, so the collective part (host_path without P2P) is worked out once a (GPU, TP), not at every step:
-    a speculative step's verify and draft forwards each asked it again (tests/test_slow_asks_w16.py)."""
+    for every batch on every layout (infer --rps: 3,204 scalar evaluations, +2 s, before). Kept by the part as given
+    and ``p2p`` (_gathers_of), so the collective part (host_path without P2P) is worked out once a (GPU, TP), not at
+    every step: a speculative step's verify and draft forwards each asked it again (tests/test_slow_asks_w16.py)."""
     return np.asarray(_gather_seconds(np.arange(1, _GATHER_ROWS + 1, dtype=float) * row_bytes, tp, fabric, p2p),
                       dtype=float)
 
@@ -162,21 +162,20 @@ def _gather_seconds(total_bytes, tp: int, fabric: Accelerator, p2p: bool):
     return collective_seconds("all_gather", total_bytes, cluster_for(part).group(tp)) * slowdown
 
 
-_ROWS_BY_PART: dict = {}
-"""_gathers_by_row's arrays by (row bytes, tp, the part's id, p2p), each with its part: a sizing answer asks ~11,000
-times (one a decode step), and _gathers_by_row's lru_cache hashed the frozen part field by field at each
-(docs/performance.md, 'Serving sizing'). The arrays are _gathers_by_row's own."""
+def _gathers(row_bytes: int, tp: int, p2p: bool, fabric: Accelerator) -> np.ndarray:
+    """_gathers_by_row, looked up by name at each call: a test's monkeypatch of it is read (roofline.clear_memos)."""
+    return _gathers_by_row(row_bytes, tp, fabric, p2p)
+
+
+_gathers_of = by_identity(lru_cache(maxsize=256)(_gathers), 256, by_value=3)
+"""_gathers_by_row's arrays by (row bytes, tp, p2p) and the part's identity (identity_memo): a sizing answer asks
+~11,000 times (one a decode step), and an lru_cache hashed the frozen part field by field at each
+(docs/performance.md, 'Serving sizing')."""
 
 
 def _all_gather_seconds(rows: float, row_bytes: int, tp: int, fabric: Accelerator, p2p: bool = True) -> float:
     """NCCL's all-gather producing ``rows`` x ``row_bytes`` over ``tp`` GPUs of ``fabric`` (_gather_seconds): read
     from _gathers_by_row for whole rows up to _GATHER_ROWS, else evaluated alone."""
     if float(rows).is_integer() and 1 <= rows <= _GATHER_ROWS:
-        key = (row_bytes, tp, id(fabric), p2p)  # the part by identity: its entry holds it, so the id is its own
-        found = _ROWS_BY_PART.get(key)
-        if found is None:
-            if len(_ROWS_BY_PART) >= 256:
-                _ROWS_BY_PART.clear()
-            found = _ROWS_BY_PART[key] = (fabric, _gathers_by_row(int(row_bytes), tp, fabric, p2p))
-        return float(found[1][int(rows) - 1])
+        return float(_gathers_of(int(row_bytes), tp, p2p, fabric)[int(rows) - 1])
     return float(_gather_seconds(float(rows * row_bytes), tp, fabric, p2p))

@@ -19,7 +19,7 @@ from gpuplan.core.hardware import Accelerator
 from gpuplan.core.model.spec import ModelSpec
 from gpuplan.core.serving import first_token_path as FT
 from gpuplan.core.serving import graph_floor as GF
-from gpuplan.core.serving.identity_memo import ByIdentity
+from gpuplan.core.serving.identity_memo import by_identity
 from gpuplan.core.serving import kernels as KR
 from gpuplan.core.serving import layer_kernels as LK
 from gpuplan.core.serving import lora as L
@@ -53,16 +53,15 @@ def _gemm_flops(spec: ModelSpec) -> float:
     return gemm_flops_per_token(spec)
 
 
-_gemm_flops_of = ByIdentity(lru_cache(maxsize=256)(_gemm_flops), 256)
+_gemm_flops_of = by_identity(lru_cache(maxsize=256)(_gemm_flops), 256)
 """gemm_flops_per_token by the spec's identity (identity_memo): decode_step's, the same at every batch."""
 
 
 def clear_memos() -> None:
     """Forget the memos of a step's pieces (_step_constants, _gemm_flops_of, outside_layers' all-gathers by row):
     a test that monkeypatches a rule they read (tests/conftest.py's serving_memos_follow_patches)."""
-    for memo in (_step_constants, _gemm_flops_of, OL._gathers_by_row):
+    for memo in (_step_constants, _gemm_flops_of, OL._gathers_of):
         memo.cache_clear()
-    OL._ROWS_BY_PART.clear()
 
 
 @dataclass(frozen=True)
@@ -176,7 +175,7 @@ def _step_constants_of(spec: ModelSpec, setup: ServingSetup, tp: int, pp: int, w
             graph_max)
 
 
-_step_constants = ByIdentity(_step_constants_of)
+_step_constants = by_identity(_step_constants_of)
 """step_time's constants: _step_constants_of, found by the identity of its inputs first (identity_memo)."""
 
 
