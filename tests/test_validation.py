@@ -116,6 +116,14 @@ def test_predicted_gpu_hours_note_quotes_the_held_out_end_to_end_means():
     quoted = ("bloomberggpt-50b", "olmo3-32b", "biomedlm-2.7b")  # wave 20: BloombergGPT first; llm.c's 350M (+20.3%) now fourth
     assert [float(found[k]) for k in (2, 4, 5)] == [round(100 * every[i].error, 1) for i in quoted]
     assert f"the model's step {found[3]} s" in every["bloomberggpt-50b"].basis  # the step the note quotes is the case's
+    from gpuplan.jobs.validation.gpu_hours import KIND_BUDGET
+
+    budget = [c for c in validation_cases_once() if c.kind == KIND_BUDGET.format(role="held out")]
+    tail = re.search(r"the GPU-hours budget line adds restarts, tuning and evaluation at 5% each: (\d+\.\d)% mean against "
+                     r"the nineteen of them whose totals are wall-clock, bias ([+-]\d+\.\d)%", note)
+    assert tail and len(budget) == 19, note
+    assert float(tail[1]) == round(100 * sum(abs(c.error) for c in budget) / 19, 1)
+    assert float(tail[2]) == round(100 * sum(c.error for c in budget) / 19, 1)
     # the three named are the three largest misses of the twenty-six (wave 20: BloombergGPT first, OLMo 3 32B second)
     assert sorted(every, key=lambda i: -abs(every[i].error))[:3] == sorted(quoted, key=lambda i: -abs(every[i].error))
 

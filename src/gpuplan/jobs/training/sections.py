@@ -337,7 +337,9 @@ def notes(spec, counts, flops: Flops, inputs: TrainingInputs, plan: Plan,
                    "low on average; the worst BloombergGPT 50B, -48.4%, whose paper states a 32.5 s step where the "
                    "model times 17.2 s (SageMaker's ZeRO-3 over 50 Gb/s of EFA a GPU), OLMo 3 32B, -33.8% against its "
                    "developers' total, which holds 31% beyond their steady rate, and BioMedLM 2.7B, -22.6% with its "
-                   "stack read after its -58.4%: docs/training.md)")
+                   "stack read after its -58.4%: docs/training.md); the GPU-hours budget line adds restarts, tuning "
+                   "and evaluation at 5% each: 9.4% mean against the nineteen of them whose totals are wall-clock, "
+                   "bias -0.4% (docs/budget.md 5a)")
     from gpuplan.adapters.resolve import resolve_gpu
     from gpuplan.core.comm.host_tier import assumed_host_note  # the server of NVLink pairs on PCIe it assumed
 
