@@ -82,11 +82,9 @@ def test_plan_and_train_say_once_which_counts_answer_a_count_with_no_layout():
     (80 GiB less the 5% margin; review w16 R3 M2: this line compared 84.4 GB with 80 GB, GB with GiB, though the
     part holds 85.9 GB), and the test asks plan_search.search on each. 162 - 2 = 160, 3 to 992.
 
-    train (its article MFU: timed_by_steps False, no exact-batch counts) weighs 1,000's alternatives
-    (planner.plan.alternative_counts): 1,000 - 1,000 % 64 = 960 and 1,000 - 1,000 % 256 = 768 (also the largest
-    common size below: 3 x 256; 1,000 % 8 = 0 leaves the node multiple 1,000 itself). 960 = 2^6 x 15 has no 7 (dp 1)
-    and tp x cp is a power of two up to 256, so pp is 15 or 30: with 7 micro-batches a 1F1B bubble of (pp - 1) /
-    (7 + pp - 1) = 14 / 21 at least; 768 = 3 x 2^8 allows pp 3 (2 / 9). 768's layout is the faster: train runs there."""
+    train at its article MFU weighs the same counts (s24, helper PL: it weighed 1,000's alternatives alone,
+    planner.plan.alternative_counts 960 and 768, and ran on 768) and answers plan's count: 704 = tp 8 x pp 11 x
+    cp 8 at dp 1, one of the 160."""
     from gpuplan import PlanInputs, TrainingInputs, estimate_training, plan_report
     from gpuplan.errors import InputError
     from gpuplan.jobs.plan import search as plan_search
@@ -111,15 +109,18 @@ def test_plan_and_train_say_once_which_counts_answer_a_count_with_no_layout():
     least = float(words.split("(at best ")[1].split(" GiB a GPU)")[0].replace(",", ""))
     assert least > (1 - margin) * part
     held = [n for n in below if n not in dict(refused)]
-    plan = [n for n in plan_report(PlanInputs(**ask)).notes if n.startswith("no layout")]
+    planned_report = plan_report(PlanInputs(**ask))
+    plan = [n for n in planned_report.notes if n.startswith("no layout")]
     assert plan == ["no layout runs a 7-sequence global batch on 1,000 GPUs: the layouts answering for it run on "
                     f"{len(held)} smaller counts ({held[0]} to {held[-1]} GPUs), the rest left idle (GPU-hours and cost "
                     "count the GPUs used)"]
     assert len(held) == 160
     assert alternative_counts(1000, 8) == (1000 - 1000 % 64, 1000 - 1000 % 256) == (960, 3 * 256)
+    planned = planned_report.value("best_gpus")
+    assert planned == 8 * 11 * 8 and planned in held
     train = [n for n in estimate_training(TrainingInputs(**ask)).notes if n.startswith("no layout")]
     assert train == [f"no layout runs a 7-sequence global batch on 1,000 GPUs: the layout answering for it runs on "
-                     f"{3 * 256} GPUs, the rest left idle (GPU-hours and cost count the GPUs used)"]
+                     f"{planned} GPUs, the rest left idle (GPU-hours and cost count the GPUs used)"]
 
 
 def test_idle_gpus_by_choice_get_no_fallback_note():

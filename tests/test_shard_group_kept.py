@@ -5,10 +5,11 @@ plateau rule only where the two rows stand for different counts asked; `gpuplan 
 
 Real asks through the CLI in-process. 70B, 1T tokens, 1,536 sequences a step on 1,000 H100 (torchtitan): no layout
 runs 1,536 sequences on 1,000 = 2^3 x 5^3 GPUs (dp must divide 1,536 = 2^9 x 3, so tp x pp would hold a factor 125
-and 70B has 80 layers), so every row stands for the 1,000 asked with some idle. train at the default MFU 0.4 weighs
-1,000's alternatives (planner.plan.alternative_counts: 1,000 - 1,000 mod 64 = 960, 768) and keeps 960 = dp48 tp4 pp5
-(HSDP shard 8); plan also weighs the counts the batch runs on exactly (planner.fallback.exact_batch_counts) and ranks
-984 = dp6 tp4 pp41 (1,536 / 6 = 256 sequences a replica) plain first. Before the fix the line said the plateau rule
+and 70B has 80 layers), so every row stands for the 1,000 asked with some idle. plan weighs 1,000's alternatives
+(planner.plan.alternative_counts: 1,000 - 1,000 mod 64 = 960, 768) and the counts the batch runs on exactly
+(planner.fallback.exact_batch_counts) and ranks 984 = dp6 tp4 pp41 (1,536 / 6 = 256 sequences a replica) plain
+first. train at the default MFU 0.4 weighed the alternatives alone until s24 and kept 960 = dp48 tp4 pp5 (HSDP shard
+8); now it weighs plan's counts (tests/test_train_counts_s24.py). Before R2's fix the line said the plateau rule
 ('the fewest GPUs within 1% rank first', planner.plan._fewest_on_plateau) put that row below: it compares the counts
 asked, 1,000 for both."""
 
@@ -17,7 +18,7 @@ import json
 import numpy as np
 import pytest
 
-from gpuplan.jobs.plan.shard_group_told import GIVEN_MFU_KEEPS, MFU_DAYS
+from gpuplan.jobs.plan.shard_group_told import MFU_DAYS
 
 pytestmark = pytest.mark.usefixtures("time_box")
 
@@ -62,45 +63,42 @@ def test_plan_ranks_the_984_gpu_plain_row_first_for_1000_asked(plan_70b):
 
 
 @pytest.mark.parametrize("command", ["train", "budget"])
-def test_train_at_a_given_mfu_says_plan_ranks_another_first(run_cli, plan_70b, command):
-    """train / budget (default MFU 0.4) keep 960 GPUs (40 of the 1,000 asked idle: the same count asked as plan's
-    984): the line names the 984-GPU plain row as plan's first and why the answer keeps its own, and no plateau.
-    Its wall-clock is the MFU's: 6 x N x 1e12 / (960 x 989.4e12 x 0.4) s."""
+def test_train_at_a_given_mfu_answers_plans_count_and_line(run_cli, plan_70b, command):
+    """train / budget (default MFU 0.4) weigh the counts plan weighs (s24, helper PL: they kept 960 GPUs, 1,000's
+    alternatives alone, where plan ranks 984 first; planner.plan.best_plan): 984 GPUs, 16 of the 1,000 asked idle,
+    and plan's own line with the MFU's days caveat. Its wall-clock is the MFU's on the 984 GPUs used:
+    6 x N x 1e12 / (984 x 989.4e12 x 0.4) s = 12.58 days (12.90 on 960 before)."""
     code, out, err = run_cli(command, *B70, "--json")
     assert code == 0, err
     data = json.loads(out)
-    assert data["results"]["gpus"] == 960 and "(40 more of the 1,000 asked left idle)" in _layout(data)
-    text = _line(data)["text"]
-    assert PLATEAU not in text
-    assert text.startswith("8 (HSDP, 6 replicas of dp x cp 48); best plain sharding: 984 GPUs dp6 tp4 pp41 ZeRO-3 mb1, "
-                           "no recompute, 7.62 s a step, 14.03 days (+0.2% failure-free; ranked days (slow end, "
-                           "failures) -0.0%); plan ranks it first; the layout above is kept: at the default MFU 0.4 "
-                           f"{GIVEN_MFU_KEEPS}{MFU_DAYS}")
-    assert text.endswith(MFU_DAYS)
+    assert data["results"]["gpus"] == 984 and "(16 more of the 1,000 asked left idle)" in _layout(data)
+    assert _layout(data).startswith("dp6 tp4 pp41 ZeRO-3 mb1, no recompute on 984 GPUs")
+    assert _line(data)["text"] == _line(plan_70b)["text"] + MFU_DAYS
+    assert PLATEAU not in _line(data)["text"] and "plan ranks" not in _line(data)["text"]
     six_nd = 6 * 70_553_706_496 * 1e12  # Llama 3.1 70B's 70,553,706,496 parameters (its HF safetensors index)
     assert data["results"]["flops_used"] == pytest.approx(six_nd, rel=1e-6)
-    assert data["results"]["wall_days"] == pytest.approx(six_nd / (960 * 989.4e12 * 0.4) / 86_400, rel=1e-6)
-    assert f"{data['results']['wall_days']:.2f}" == "12.90"
+    assert data["results"]["wall_days"] == pytest.approx(six_nd / (984 * 989.4e12 * 0.4) / 86_400, rel=1e-6)
+    assert f"{data['results']['wall_days']:.2f}" == "12.58"
 
 
-def test_a_faster_layout_not_taken_is_named_with_why(run_cli):
-    """8B, 2,000 sequences on 1,100 H100 at the default MFU: train keeps dp50 tp2 pp11 on all 1,100 GPUs; plan ranks
-    dp1000 plain on 1,000 (2,000 / 1,000 = 2 sequences a replica: a count the batch runs on exactly) first. The
-    line named the HSDP row 36.9% faster and not why the answer is slower; now it says plan ranks the 1,000-GPU row
-    first and the answer keeps its own (at a given MFU fewer GPUs are slower)."""
+def test_a_faster_layout_on_fewer_gpus_is_answered_with_why(run_cli):
+    """8B, 2,000 sequences on 1,100 H100 at the default MFU: plan ranks dp1000 plain on 1,000 (2,000 / 1,000 = 2
+    sequences a replica: a count the batch runs on exactly) first, the step model timing it faster than any layout
+    on all 1,100 (1,100 = 2^2 x 5^2 x 11: dp | 2,000 = 2^4 x 5^3 leaves the 11 to pp, e.g. dp50 tp2 pp11). train
+    kept dp50 tp2 pp11 on all 1,100 before s24; now it answers plan's count, says why the 100 are idle, and prints
+    plan's line (with the MFU's days caveat)."""
     code, out, err = run_cli("plan", *B8, "--json")
     assert code == 0, err
-    r = json.loads(out)["results"]
-    assert (r["best_gpus"], r["shard_group_auto"]) == (1000, 0)
-    code, out, err = run_cli("train", *B8)
+    planned = json.loads(out)
+    assert (planned["results"]["best_gpus"], planned["results"]["shard_group_auto"]) == (1000, 0)
+    code, out, err = run_cli("train", *B8, "--json")
     assert code == 0, err
-    (row,) = [row for row in out.splitlines() if row.startswith("shard group chosen")]
-    assert row.rstrip().endswith(
-        "best HSDP: 1,000 GPUs dp1000 tp1 pp1 ZeRO-3 mb2 (HSDP: shard 8), no recompute, 0.779 s a step, 1.10 days "
-        "(-36.9% failure-free; ranked days (slow end, failures) -33.7%); plan ranks first 1,000 GPUs dp1000 tp1 pp1 "
-        f"ZeRO-3 mb2, no recompute, 1.09 days; the layout above is kept: at the default MFU 0.4 {GIVEN_MFU_KEEPS}"
-        f"{MFU_DAYS}")
-    assert "dp50 tp2 pp11 ZeRO-1 mb1, no recompute on 1,100 GPUs" in out
+    data = json.loads(out)
+    assert data["results"]["gpus"] == 1000
+    assert _layout(data) == "dp1000 tp1 pp1 ZeRO-3 mb2, no recompute on 1,000 GPUs (100 more of the 1,100 asked left idle)"
+    assert _line(data)["text"] == _line(planned)["text"] + MFU_DAYS
+    assert ("100 of the 1,100 GPUs asked left idle by choice: the planner ranks dp1000 tp1 pp1 ZeRO-3 mb2, no recompute "
+            "on 1,000 first (its step model with failures, as `plan` ranks this ask)") in " ".join(data["notes"])
 
 
 def test_the_plateau_is_named_only_where_the_counts_asked_differ():
@@ -124,7 +122,7 @@ def test_the_plateau_is_named_only_where_the_counts_asked_differ():
     ({"model": "llama-3.1-8b", "tokens": "1T", "gpu": "h100", "gpus": 512, "framework": "torchtitan"},
      "dp 512 x tp 1 x pp 1 x cp 1, ep 1, ZeRO-3, micro-batch 2 (HSDP: shard 128)", "shard group 128"),
     ({"model": "llama-3.1-8b", "tokens": "1T", "gpu": "h100", "gpus": 1100, "global_batch": 2000},
-     "dp 50 x tp 2 x pp 11 x cp 1, ep 1, ZeRO-1, micro-batch 1", "plain sharding")])
+     "dp 1000 x tp 1 x pp 1 x cp 1, ep 1, ZeRO-3, micro-batch 2", "plain sharding")])
 def test_a_report_of_an_auto_plan_file_checks_the_budgets_layout(run_cli, tmp_path, ask, layout, group):
     """`gpuplan report` of a plan file with shard_group: auto was refused by its memory section (memory takes one
     fixed layout). Now memory checks the budget's layout, the group its search chose included (README's HSDP

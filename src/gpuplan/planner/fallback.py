@@ -82,23 +82,20 @@ def counts_below(gpus: int, below: int, per_node: int) -> tuple[int, ...]:
 
 
 def fallback_groups(ev: Evaluator, gpus: int, below: int, target: float, max_tp: int,
-                    limits: SpaceLimits | None, together: bool = True) -> list[tuple[int, ...]]:
+                    limits: SpaceLimits | None) -> list[tuple[int, ...]]:
     """The groups of counts to search in turn for ``gpus`` where nothing fits on the counts from ``below``
     up: the FIRST_GROUP largest counts_below with any layout, together with the counts an exact batch allows below
     ``below`` (exact_batch_counts: a common size no layout uses weighs them as an irregular one does, so 24,576
-    asked answers no slower than 22,754) (enumerated only; ``together`` False: each on its
-    own, largest first, for an answer timed by a given MFU on the GPUs used), then each remaining
-    fallback_counts(gpus) under them on its own (fewer GPUs hold more per GPU), largest first."""
+    asked answers no slower than 22,754) (enumerated only; plan's and train's alike, at a given MFU too), then each
+    remaining fallback_counts(gpus) under them on its own (fewer GPUs hold more per GPU), largest first."""
     usable: list[int] = []
-    exact = exact_batch_counts(ev, below - 1, target, max_tp, limits) if together and below > 1 else ()
+    exact = exact_batch_counts(ev, below - 1, target, max_tp, limits) if below > 1 else ()
     for count in counts_below(gpus, below, ev.cluster.gpus_per_node):
         if has_layout(ev, count, target, max_tp, limits):
             usable.append(count)
             if len(usable) == FIRST_GROUP:
                 break
     rest = [(c,) for c in fallback_counts(gpus, ev.cluster.gpus_per_node) if c < min(usable, default=below)]
-    if not together:
-        return [(c,) for c in usable] + rest
     return ([tuple(sorted(set(usable) | set(exact), reverse=True))] if usable or exact else []) + rest
 
 

@@ -355,23 +355,23 @@ def more_gpus_hint(enough: int | None) -> str:
 
 
 def best_plan(ev: Evaluator, gpus: int, target_batch: float, max_tp: int, limits: SpaceLimits | None = None,
-              rank_by: str = "time", weigh: Callable[[LayoutTable], LayoutTable] | None = None,
-              timed_by_steps: bool = True) -> tuple[Plan, LayoutTable]:
+              rank_by: str = "time", weigh: Callable[[LayoutTable], LayoutTable] | None = None
+              ) -> tuple[Plan, LayoutTable]:
     """The planner's best layout on ``gpus`` GPUs — weighed against the counts just below an
     irregular ``gpus`` (alternative_counts) and, under an exact batch, every smaller count one allows
     (planner.fallback.exact_batch_counts), or on the smaller counts where some layout fits (fallback_groups)
     — and the fitting rows it was chosen from. ``weigh``: the fitting rows as ranking should see them
-    (`train`'s: jobs.training.layout adds plan's failure_share, jobs.plan.completes). ``timed_by_steps``: False
-    where the answer's time is a given MFU on the GPUs used (the article's mode), so fewer GPUs are always
-    slower: no smaller count is weighed against a layout on all of them, and a fallback takes the largest."""
-    smaller = ((lambda c: exact_batch_counts(ev, c, target_batch, max_tp, limits))
-               if rank_by == "time" and timed_by_steps else None)
+    (`train`'s: jobs.training.layout adds plan's failure_share, jobs.plan.completes). The counts are plan's
+    (jobs.plan.search.search_on: search_smaller_first with the same exact_batch_counts, fallback_groups), whatever
+    times the answer: at a given MFU too (s24: the article's mode weighed 1,000's alternatives 960 and 768 by this
+    ranking but not the exact-batch counts, so `train llama-3.1-70b --gpus 1000 --global-batch 1536` ran on 960
+    where 984 asked ran on 984 and `plan` answered 984: more GPUs asked, fewer used, slower at the MFU given)."""
+    smaller = (lambda c: exact_batch_counts(ev, c, target_batch, max_tp, limits)) if rank_by == "time" else None
     searched, _, table = search_smaller_first(lambda counts: search_layouts(ev, counts, target_batch, max_tp, limits),
                                               (gpus,), ev.cluster.gpus_per_node, smaller)
     tables = [(searched, table)]
     tried = list(searched)
-    tables += [(group, None) for group in fallback_groups(ev, gpus, min(searched), target_batch, max_tp, limits,
-                                                          together=timed_by_steps)]
+    tables += [(group, None) for group in fallback_groups(ev, gpus, min(searched), target_batch, max_tp, limits)]
     for counts, table in tables:
         table = table if table is not None else search_layouts(ev, counts, target_batch, max_tp, limits)
         fitting = table.take(table["fits"]) if len(table) else table

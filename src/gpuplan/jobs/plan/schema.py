@@ -118,7 +118,7 @@ class PlanInputs(ModelFields, LayoutFields, SetupFields, StepFields, BudgetField
     @property
     def time_predicted(self) -> bool:
         """Always: `plan` times each layout by its modelled step (it takes no --mfu), as `train --mfu predicted` does
-        (TrainingInputs.time_predicted; jobs.training.layout passes it to planner.plan.best_plan)."""
+        (TrainingInputs.time_predicted; jobs.plan.shard_group_told reads it)."""
         return True
 
     def adjust_spec(self, spec):

@@ -24,12 +24,6 @@ ARTICLE_DAYS = ("plan's search of this ask on the GPUs the layout stands for: da
 MFU_DAYS = "; days here are the step model's, not the MFU's wall-clock above"
 """What the line's text adds there, so the default text view says it too (ARTICLE_DAYS is --full's)."""
 
-GIVEN_MFU_KEEPS = ("fewer GPUs are slower, so no smaller count the batch runs on exactly is weighed "
-                   "(planner.plan.best_plan)")
-"""Why `train` / `budget` at a given MFU keep a layout `plan` ranks below another: plan also weighs the smaller
-counts the batch runs on exactly (planner.fallback.exact_batch_counts), which best_plan's timed_by_steps=False
-leaves out (the step model may time one faster; the answer's MFU times it slower)."""
-
 
 def training_shard_group_line(inputs, plan, found=None) -> tuple[Line, ...]:
     """`train`'s and `budget`'s line under --shard-group auto: plan's (shard_group_line) over plan's own search of
@@ -37,9 +31,9 @@ def training_shard_group_line(inputs, plan, found=None) -> tuple[Line, ...]:
     ``plan`` from without --gpus (jobs.training.layout.layout_for_deadline: `plan` runs the same search and ranks
     it by the deadline rule); else `plan --gpus N` on the count ``plan`` stands for (N = plan.gpus_asked, no
     --days), ranked by time as jobs.training.layout.layout_for_gpus ranks it. ``plan``'s row is the answer; where
-    plan ranks another first the line names that one and says the answer keeps its own (at a given MFU:
-    GIVEN_MFU_KEEPS). At a given MFU the text says its days are the step model's (the wall-clock above is the
-    MFU's). () without auto, without a searched plan, or where plan's search holds no row of ``plan``'s layout."""
+    plan ranks another first the line names that one and says the answer keeps its own (train and plan weigh the
+    same counts at a given MFU too: planner.plan.best_plan). At a given MFU the text says its days are the step
+    model's (the wall-clock above is the MFU's). () without auto, without a searched plan, or where plan's search holds no row of ``plan``'s layout."""
     if plan is None or not searches_shard_groups(getattr(inputs, "shard_group", None)):
         return ()
     rank_by = "deadline" if found is not None else "time"
@@ -47,24 +41,10 @@ def training_shard_group_line(inputs, plan, found=None) -> tuple[Line, ...]:
         from gpuplan.jobs.plan import search as plan_search  # plan's door: a patched search is seen
 
         found = plan_search.search(plan_ask(inputs, plan.gpus_asked))
+    told = searched_shard_group_line(found, rank_by, plan, "by its own layout search")
     if inputs.time_predicted:
-        return searched_shard_group_line(found, rank_by, plan, "by its own layout search")
-    told = searched_shard_group_line(found, rank_by, plan, f"at {_mfu_words(inputs)} {GIVEN_MFU_KEEPS}")
+        return told
     return tuple(replace(line, text=line.text + MFU_DAYS, formula=ARTICLE_DAYS) for line in told)
-
-
-def _mfu_words(inputs) -> str:
-    """The MFU a `train` / `budget` answer not timed by the step model stands on: given (a range: its ends),
-    solved from --gpus and --days, or the default (jobs.training.schema.DEFAULT_MFU)."""
-    if isinstance(inputs.mfu, tuple):
-        return f"MFU {inputs.mfu[0]:g}-{inputs.mfu[1]:g}"
-    if inputs.mfu is not None:
-        return f"MFU {float(inputs.mfu):g}"
-    if inputs.gpus is not None and inputs.days is not None:
-        return "the MFU solved from --gpus and --days"
-    from gpuplan.jobs.training.schema import DEFAULT_MFU
-
-    return f"the default MFU {DEFAULT_MFU:g}"
 
 
 def plan_ask(inputs, gpus: int):

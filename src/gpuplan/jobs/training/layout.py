@@ -44,22 +44,34 @@ def layout_for_gpus(inputs: TrainingInputs, gpus: int, rank_by: str = "time",
     inputs = with_budget_fields(inputs)
     ev, target, limits = _search_terms(inputs, evaluator)
     weigh = with_failure_shares(inputs, ev, gpus, rank_by == "time")
-    plan, _ = best_plan(ev, gpus, target, max_tp(ev), limits, rank_by, weigh,
-                        timed_by_steps=inputs.time_predicted)  # a given MFU: fewer GPUs used, slower
+    plan, _ = best_plan(ev, gpus, target, max_tp(ev), limits, rank_by, weigh)
     check_calibrated_plan(inputs.calibration, plan, inputs.dtype, ev.cluster.gpu)  # MFU <= 100%, states held
     return plan
 
 
 def no_layout_note(inputs: TrainingInputs, plan: Plan) -> tuple[str, ...]:
     """plan's words (jobs.plan.fallbacks_told.fallback_note) where the --gpus given has no layout at all and
-    ``plan`` (layout_for_gpus's answer) runs on fewer, the rest idle; () otherwise (idle by choice: faster on
-    fewer, or none fits). The search's terms are built again (_search_terms: 0.5 ms warm, llama-3.1-8b, 7-sequence
+    ``plan`` (layout_for_gpus's answer) runs on fewer, the rest idle; idle by choice (faster on fewer, or none fits
+    on all) at a given MFU, idle_by_choice_note; () otherwise. The search's terms are built again (_search_terms: 0.5 ms warm, llama-3.1-8b, 7-sequence
     batch on 1,000 A100s; only an answer leaving GPUs of a count given idle asks), not carried on the Plan."""
     if not idle_told(plan, inputs.gpus):
         return ()
     ev, target, limits = _search_terms(with_budget_fields(inputs))
     none = counts_without_layout(ev, (inputs.gpus,), target, max_tp(ev), limits)
-    return (fallback_note(none, (plan.gpus,), target, limits),) if none else ()
+    if none:
+        return (fallback_note(none, (plan.gpus,), target, limits),)
+    return () if inputs.time_predicted else (idle_by_choice_note(plan),)
+
+
+def idle_by_choice_note(plan: Plan) -> str:
+    """Why an answer timed by a given MFU leaves GPUs of a count given idle where layouts use them all: the count
+    is the planner's choice, ranked as `plan` ranks the ask (its step model, with failures: planner.plan.best_plan
+    weighs the same counts at a given MFU), while the wall-clock is the MFU's on the GPUs used."""
+    used, asked = plan.gpus, plan.gpus_asked
+    return (f"{asked - used:,} of the {asked:,} GPUs asked left idle by choice: the planner ranks {plan.text()} on "
+            f"{used:,} first (its step model with failures, as `plan` ranks this ask), ahead of any layout on all "
+            f"{asked:,} that fits; the wall-clock is the given MFU's on the {used:,} GPUs used (docs/training.md, "
+            "'Any GPU count'); --dp / --tp / --pp fix a layout on all of them")
 
 
 def _search_terms(inputs: BudgetFields, evaluator: Evaluator | None = None) -> tuple[Evaluator, float, SpaceLimits]:
