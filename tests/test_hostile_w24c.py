@@ -67,23 +67,27 @@ def _parameters(model) -> int:
 
 # ---- M1 / M2: a stated null transformers builds no model from -------------------------------------------------------
 
-NULLS = [(t, "num_key_value_heads", {"head_dim": 32}) for t in ("gemma", "gemma2", "gemma3_text", "gpt_oss",
-                                                                 "mistral", "mixtral", "qwen2_moe", "qwen3_moe")] + \
-        [(t, "head_dim", {"num_key_value_heads": 4}) for t in ("gemma", "gemma2", "gemma3_text", "gpt_oss", "olmo2",
-                                                               "olmo3", "phi3", "qwen2", "qwen2_moe", "qwen3",
-                                                               "qwen3_moe")]
+NULLS = [(_config(t, head_dim=32, num_key_value_heads=None), "num_key_value_heads")
+         for t in ("gemma", "gemma2", "gemma3_text", "gpt_oss", "mistral", "mixtral", "qwen2_moe", "qwen3_moe")] + \
+        [(_config(t, num_key_value_heads=4, head_dim=None), "head_dim")
+         for t in ("gemma", "gemma2", "gemma3_text", "gpt_oss", "olmo2", "olmo3", "phi3", "qwen2", "qwen2_moe", "qwen3",
+                   "qwen3_moe")] + \
+        [({**DEEPSEEK, key: None}, key) for key in ("kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim",
+                                                     "moe_intermediate_size")] + \
+        [({**DBRX, "attn_config": {"kv_n_heads": None}}, "attn_config.kv_n_heads")]
+"""M1 (K/V heads, head_dim), M2 (DeepSeek's MLA widths), the expert width found with the sweep below, M4 (DBRX's
+nested K/V heads): a stated null the config class refuses, or the build fails on."""
 
 
-@pytest.mark.parametrize("model_type, key, other", NULLS)
-def test_m1_a_null_transformers_cannot_build_is_refused(model_type, key, other):
+@pytest.mark.parametrize("config, key", NULLS, ids=[f"{c['model_type']}-{key}" for c, key in NULLS])
+def test_m1_m2_m4_a_null_transformers_cannot_build_is_refused(config, key):
     from gpuplan.errors import InputError
 
-    config = _config(model_type, **other, **{key: None})
     assert isinstance(_meta_model(config), Exception)  # the class refuses the null, or the build fails on it
     with pytest.raises(InputError) as caught:
         _ours(config)
-    assert str(caught.value) == (f"config.json: {key}: got 'null'; a {model_type} config must give a positive "
-                                 "integer: transformers 5.25.0 builds no model from a null one")
+    assert str(caught.value) == (f"config.json: {key}: got 'null'; a {config['model_type']} config must give a "
+                                 "positive integer: transformers 5.25.0 builds no model from a null one")
 
 
 @pytest.mark.parametrize("model_type, key, other, kv, head_dim", [
@@ -114,15 +118,7 @@ def test_m1_every_door_gives_the_same_line(run_cli, client, tmp_path):
     assert f"error: {web}\n" == line
 
 
-@pytest.mark.parametrize("key", ["kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim"])
-def test_m2_a_null_mla_width_is_refused(key):
-    from gpuplan.errors import InputError
-
-    config = {**DEEPSEEK, key: None}
-    assert isinstance(_meta_model(config), Exception)
-    with pytest.raises(InputError, match=f"^config.json: {key}: got 'null'; a deepseek_v3 config must give a "
-                                         "positive integer"):
-        _ours(config)
+# M2's nulls: test_m1_m2_m4_a_null_transformers_cannot_build_is_refused
 
 
 # ---- M3: q_lora_rank ------------------------------------------------------------------------------------------------
@@ -170,22 +166,13 @@ def test_m4_dbrx_without_kv_n_heads_is_multi_query_as_built(run_json, tmp_path):
            "builds it" in notes
 
 
-def test_m4_dbrx_null_kv_n_heads_is_refused():
-    from gpuplan.errors import InputError
-
-    config = {**DBRX, "attn_config": {"kv_n_heads": None}}
-    assert isinstance(_meta_model(config), Exception)
-    with pytest.raises(InputError, match="^config.json: attn_config.kv_n_heads: got 'null'; a dbrx config"):
-        _ours(config)
-
-
 def test_m4_the_class_default_tables_are_complete():
     """Every type gpuplan reads whose config class, given 12 heads of hidden 768, builds K/V heads other than 12 or a
-    head_dim other than 64 is in CLASS_KV_HEADS / CLASS_HEAD_DIMS (or fills it itself: Gemma 3's CONFIG_DEFAULTS,
+    head_dim other than 64 is in CLASS_DEFAULTS (or fills it itself: Gemma 3's CONFIG_DEFAULTS,
     DeepSeek's MLA, DBRX's attn_config, Falcon's / GPTBigCode's own keys)."""
     from transformers import AutoConfig
 
-    from gpuplan.adapters.class_shapes import CLASS_HEAD_DIMS, CLASS_KV_HEADS
+    from gpuplan.adapters.class_shapes import CLASS_DEFAULTS
     from gpuplan.adapters.hf_config import CONFIG_DEFAULTS, TRAITS
 
     own = {"deepseek_v2", "deepseek_v3", "dbrx", "falcon", "gpt_bigcode", "mpt", "gpt2", "gpt_neox"}
@@ -194,9 +181,9 @@ def test_m4_the_class_default_tables_are_complete():
         fixed = CONFIG_DEFAULTS.get(model_type, {})
         kv, head_dim = getattr(built, "num_key_value_heads", 12), getattr(built, "head_dim", None)
         if kv not in (12, None) and "num_key_value_heads" not in fixed:
-            assert CLASS_KV_HEADS[model_type][1] == kv, model_type
+            assert CLASS_DEFAULTS[model_type][1]["num_key_value_heads"] == kv, model_type
         if head_dim not in (64, None) and "head_dim" not in fixed:
-            assert CLASS_HEAD_DIMS[model_type][1] == head_dim, model_type
+            assert CLASS_DEFAULTS[model_type][1]["head_dim"] == head_dim, model_type
 
 
 # ---- M5 / M6: RoPE ---------------------------------------------------------------------------------------------------
@@ -374,12 +361,9 @@ def test_a_left_out_expert_width_is_read_as_built(model_type, key, note):
     assert note in spec.notes
 
 
-def test_a_null_expert_width_and_a_missing_expert_count_are_refused_by_their_own_names():
+def test_a_missing_expert_count_is_refused_by_its_own_name():
+    """(A null expert width: test_m1_m2_m4_a_null_transformers_cannot_build_is_refused.)"""
     from gpuplan.errors import InputError
 
-    config = {**DEEPSEEK, "moe_intermediate_size": None}
-    assert isinstance(_meta_model(config), Exception)
-    with pytest.raises(InputError, match="^config.json: moe_intermediate_size: got 'null'; a deepseek_v3 config"):
-        _ours(config)
     with pytest.raises(InputError, match="^config.json: n_routed_experts: got no value; a deepseek_v3 model routes"):
         _ours({k: v for k, v in DEEPSEEK.items() if k != "n_routed_experts"})  # was named num_local_experts

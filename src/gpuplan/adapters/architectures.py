@@ -15,7 +15,6 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from gpuplan.adapters.class_shapes import check_class_shapes
 from gpuplan.errors import InputError
 
 NOT_DECODER_ONLY = {
@@ -103,5 +102,4 @@ def check_architecture(config: dict[str, Any], text: dict[str, Any], model_type:
         left_out = " and ".join(key.removesuffix("_config") for key in towers)
         notes.append(f"{left_out} tower left out: only the language model (text_config) is estimated; the "
                      f"{left_out} encoder's weights, activations and FLOPs are not counted")
-    notes += check_class_shapes(text, model_type)  # nulls, left-out K/V heads or head_dim (class_shapes)
     return notes

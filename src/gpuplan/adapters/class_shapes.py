@@ -18,37 +18,55 @@ from typing import Any
 
 from gpuplan.errors import InputError
 
-CLASS_KV_HEADS = {"gemma": ("GemmaConfig", 16), "gemma2": ("Gemma2Config", 4), "gpt_oss": ("GptOssConfig", 8),
-                  "llama4_text": ("Llama4TextConfig", 8), "mistral": ("MistralConfig", 8),
-                  "mixtral": ("MixtralConfig", 8), "qwen2": ("Qwen2Config", 32), "qwen2_moe": ("Qwen2MoeConfig", 16),
-                  "qwen3": ("Qwen3Config", 32), "qwen3_moe": ("Qwen3MoeConfig", 4)}
-"""The fixed num_key_value_heads each config class builds when the key is left out (the field's default in
-configuration_<type>.py, transformers 5.25.0; tests/test_hostile_w24.py checks each against the installed classes).
-DeepSeek's 128 is left out: its multi-latent attention has no separate K/V heads (hf_config reads kv = heads)."""
+_MLA = {"kv_lora_rank": 512, "q_lora_rank": 1536, "qk_nope_head_dim": 128, "qk_rope_head_dim": 64, "v_head_dim": 128}
+_MPE = "max_position_embeddings"
 
-CLASS_HEAD_DIMS = {"gemma": ("GemmaConfig", 256), "gemma2": ("Gemma2Config", 256), "gpt_oss": ("GptOssConfig", 64),
-                   "llama4_text": ("Llama4TextConfig", 128), "qwen3": ("Qwen3Config", 128)}
-"""The fixed head_dim each config class builds when the key is left out (as CLASS_KV_HEADS)."""
-
-
-CLASS_MLA = {"kv_lora_rank": 512, "q_lora_rank": 1536, "qk_nope_head_dim": 128, "qk_rope_head_dim": 64,
-             "v_head_dim": 128}
-"""DeepseekV2Config's and DeepseekV3Config's multi-latent attention defaults (configuration_deepseek_v2.py@5.25.0
-L102-114, configuration_deepseek_v3.py L94-98): a DeepSeek config.json that leaves kv_lora_rank out is built with MLA
-of rank 512 (gpuplan read it as plain attention), one that leaves q_lora_rank out with queries compressed to rank 1,536
-(review R2 M3: it was read as none). ``"q_lora_rank": null`` is no query compression (DeepSeek-V2-Lite's official
-config), which both read."""
-
-CLASS_EXPERT_WIDTHS = {"qwen2_moe": ("Qwen2MoeConfig", {"moe_intermediate_size": 1408,
-                                                         "shared_expert_intermediate_size": 5632}),
-                       "qwen3_moe": ("Qwen3MoeConfig", {"moe_intermediate_size": 768}),
-                       "deepseek_v2": ("DeepseekV2Config", {"moe_intermediate_size": 1407, "n_shared_experts": 2}),
-                       "deepseek_v3": ("DeepseekV3Config", {"moe_intermediate_size": 2048, "n_shared_experts": 1})}
-"""The expert widths each MoE config class builds where config.json leaves them out (configuration_qwen2_moe.py@5.25.0
-L93-94, configuration_qwen3_moe.py L95, configuration_deepseek_v2.py L107 / L116, configuration_deepseek_v3.py L86 /
-L90): gpuplan read a left-out moe_intermediate_size as intermediate_size and a left-out shared expert as none
-(hostile wave 24c: a tiny Qwen2-MoE 503,936 parameters against the meta-built 4,829,568). Read as built, with a note;
-a stated null is refused (strict int fields, NULL_REFUSED)."""
+CLASS_DEFAULTS: dict[str, tuple[str, dict[str, int]]] = {
+    "dbrx": ("DbrxConfig", {"max_seq_len": 2048}),
+    "deepseek_v2": ("DeepseekV2Config", {"moe_intermediate_size": 1407, "n_shared_experts": 2, **_MLA, _MPE: 2048}),
+    "deepseek_v3": ("DeepseekV3Config", {"moe_intermediate_size": 2048, "n_shared_experts": 1, **_MLA, _MPE: 4096}),
+    "falcon": ("FalconConfig", {_MPE: 2048}),
+    "gemma": ("GemmaConfig", {"num_key_value_heads": 16, "head_dim": 256, _MPE: 8192}),
+    "gemma2": ("Gemma2Config", {"num_key_value_heads": 4, "head_dim": 256, _MPE: 8192}),
+    "gemma3": ("Gemma3TextConfig", {_MPE: 131072}), "gemma3_text": ("Gemma3TextConfig", {_MPE: 131072}),
+    "gpt2": ("GPT2Config", {"n_positions": 1024}), "gpt_bigcode": ("GPTBigCodeConfig", {"n_positions": 1024}),
+    "gpt_neox": ("GPTNeoXConfig", {_MPE: 2048}),
+    "gpt_oss": ("GptOssConfig", {"num_key_value_heads": 8, "head_dim": 64, _MPE: 131072}),
+    "llama": ("LlamaConfig", {_MPE: 2048}),
+    "llama4_text": ("Llama4TextConfig", {"num_key_value_heads": 8, "head_dim": 128, _MPE: 131072}),
+    "mistral": ("MistralConfig", {"num_key_value_heads": 8, _MPE: 131072}),
+    "mixtral": ("MixtralConfig", {"num_key_value_heads": 8, _MPE: 131072}),
+    "mpt": ("MptConfig", {"max_seq_len": 2048}),
+    "olmo2": ("Olmo2Config", {_MPE: 2048}), "olmo3": ("Olmo3Config", {_MPE: 2048}),
+    "phi3": ("Phi3Config", {_MPE: 4096}),
+    "qwen2": ("Qwen2Config", {"num_key_value_heads": 32, _MPE: 32768}),
+    "qwen2_moe": ("Qwen2MoeConfig", {"num_key_value_heads": 16, "moe_intermediate_size": 1408,
+                                     "shared_expert_intermediate_size": 5632, _MPE: 32768}),
+    "qwen3": ("Qwen3Config", {"num_key_value_heads": 32, "head_dim": 128, _MPE: 32768}),
+    "qwen3_moe": ("Qwen3MoeConfig", {"num_key_value_heads": 4, "moe_intermediate_size": 768, _MPE: 32768})}
+"""Each type's config class and the fields it builds at a fixed default when config.json leaves them out (the
+field's default in configuration_<type>.py, transformers 5.25.0; tests/test_class_shapes.py checks every one against
+the installed classes), in four groups:
+- num_key_value_heads / head_dim (SHAPE_FIELDS): a fixed number whatever the model's width (Qwen2Config 32 K/V heads,
+  Qwen3Config head_dim 128, ...), read with a note where it builds a runnable model (_left_out); DeepSeek's 128 K/V
+  heads are left out: its multi-latent attention has no separate K/V heads (hf_config reads kv = heads).
+- the expert widths (EXPERT_WIDTHS; configuration_qwen2_moe.py@5.25.0 L93-94, configuration_qwen3_moe.py L95,
+  configuration_deepseek_v2.py L116 / L107, configuration_deepseek_v3.py L86 / L90): gpuplan read a left-out
+  moe_intermediate_size as intermediate_size and a left-out shared expert as none (hostile wave 24c: a tiny Qwen2-MoE
+  503,936 parameters against the meta-built 4,829,568). Read as built, with a note.
+- DeepSeek's multi-latent attention (MLA_FIELDS; configuration_deepseek_v2.py@5.25.0 L102-114,
+  configuration_deepseek_v3.py L94-98): a config that leaves kv_lora_rank out is built with MLA of rank 512 (gpuplan
+  read it as plain attention), one that leaves q_lora_rank out with queries compressed to rank 1,536 (review R2 M3: it
+  was read as none); refused (check_class_shapes). ``"q_lora_rank": null`` is no query compression
+  (DeepSeek-V2-Lite's official config), which both read.
+- the positions (POSITION_FIELDS: max_position_embeddings, or n_positions for GPT-2 / GPTBigCode, max_seq_len for
+  MPT / DBRX) built when config.json states no length key (class_positions). vLLM derives its max_model_len from
+  that default (it reads the built config object); gpuplan read 2,048 for every type (hostile w25 mend, R2: a Qwen2
+  config with no key, 32,768 in transformers, was read as 2,048)."""
+SHAPE_FIELDS = ("num_key_value_heads", "head_dim")
+EXPERT_WIDTHS = ("moe_intermediate_size", "shared_expert_intermediate_size", "n_shared_experts")
+MLA_FIELDS = tuple(_MLA)
+POSITION_FIELDS = (_MPE, "n_positions", "max_seq_len")
 
 NULL_REFUSED = {"num_key_value_heads": ("gemma", "gemma2", "gemma3_text", "gpt_oss", "llama4_text", "mistral",
                                         "mixtral", "qwen2_moe", "qwen3_moe"),
@@ -64,39 +82,27 @@ Gemma 3, GPT-OSS, Llama 4, Mistral / Mixtral / Qwen3-MoE K/V heads, Qwen3 head_d
 None and the model fails to build (Qwen2-MoE K/V heads: heads // None; the head_dim of Qwen2, Qwen2-MoE, Qwen3-MoE,
 OLMo 2 / 3 and Phi-3 in the rotary init). Elsewhere a null is the class's own fill (LlamaConfig, Qwen2Config and
 Qwen3Config take the heads for K/V, Mistral / Mixtral hidden / heads for head_dim), as gpuplan reads it.
-DBRX's attn_config.kv_n_heads (a strict int too) is checked in class_defaults_read."""
+DBRX's attn_config.kv_n_heads (a strict int too) is checked in check_class_shapes."""
 
-
-CLASS_POSITIONS = {"dbrx": ("DbrxConfig", 2048), "deepseek_v2": ("DeepseekV2Config", 2048),
-                   "deepseek_v3": ("DeepseekV3Config", 4096), "falcon": ("FalconConfig", 2048),
-                   "gemma": ("GemmaConfig", 8192), "gemma2": ("Gemma2Config", 8192),
-                   "gemma3": ("Gemma3TextConfig", 131072), "gemma3_text": ("Gemma3TextConfig", 131072),
-                   "gpt2": ("GPT2Config", 1024), "gpt_bigcode": ("GPTBigCodeConfig", 1024),
-                   "gpt_neox": ("GPTNeoXConfig", 2048), "gpt_oss": ("GptOssConfig", 131072),
-                   "llama": ("LlamaConfig", 2048), "llama4_text": ("Llama4TextConfig", 131072),
-                   "mistral": ("MistralConfig", 131072), "mixtral": ("MixtralConfig", 131072),
-                   "mpt": ("MptConfig", 2048), "olmo2": ("Olmo2Config", 2048), "olmo3": ("Olmo3Config", 2048),
-                   "phi3": ("Phi3Config", 4096),
-                   "qwen2": ("Qwen2Config", 32768), "qwen2_moe": ("Qwen2MoeConfig", 32768),
-                   "qwen3": ("Qwen3Config", 32768), "qwen3_moe": ("Qwen3MoeConfig", 32768)}
-"""The positions each config class builds when config.json states no length key (max_position_embeddings, or
-n_positions for GPT-2 / GPTBigCode, max_seq_len for MPT / DBRX; the field's default in configuration_<type>.py,
-transformers 5.25.0; tests/test_hostile_w25_mend.py checks each against the installed classes). vLLM derives its
-max_model_len from that default (it reads the built config object); gpuplan read 2,048 for every type (hostile w25
-mend, R2: a Qwen2 config with no key, 32,768 in transformers, was read as 2,048)."""
 POSITION_KEYS = ("max_position_embeddings", "n_positions", "seq_length", "max_seq_len")
 """The length keys gpuplan's reader reads (hf_config; max_seq_len through config_fields.mpt_fields / _dbrx_flat)."""
 GENERIC_POSITIONS = 2048
-"""hf_config's reading of a config with no length key of a type CLASS_POSITIONS does not list."""
+"""hf_config's reading of a config with no length key of a type CLASS_DEFAULTS does not list."""
+
+
+def _defaults(model_type: str, fields: tuple[str, ...]) -> tuple[str, dict[str, int]]:
+    """(``model_type``'s config class, its defaults of ``fields`` in CLASS_DEFAULTS' order); ("", {}) if unlisted."""
+    name, defaults = CLASS_DEFAULTS.get(model_type, ("", {}))
+    return name, {key: default for key, default in defaults.items() if key in fields}
 
 
 def class_positions(cfg: dict[str, Any], model_type: str) -> tuple[int, str] | None:
     """(the positions ``model_type``'s class builds, its name) where ``cfg`` states no length key gpuplan reads and
     the class is known; else None."""
-    if any(cfg.get(key) is not None for key in POSITION_KEYS) or model_type not in CLASS_POSITIONS:
+    name, built = _defaults(model_type, POSITION_FIELDS)
+    if any(cfg.get(key) is not None for key in POSITION_KEYS) or not built:
         return None
-    name, default = CLASS_POSITIONS[model_type]
-    return default, name
+    return next(iter(built.values())), name
 
 
 def _left_out_positions(cfg: dict[str, Any], model_type: str) -> dict[str, tuple[int, str]]:
@@ -105,41 +111,37 @@ def _left_out_positions(cfg: dict[str, Any], model_type: str) -> dict[str, tuple
     built = class_positions(cfg, model_type)
     if built is None or built[0] == GENERIC_POSITIONS:
         return {}
-    key = "n_positions" if model_type in ("gpt2", "gpt_bigcode") else "max_position_embeddings"
+    key = next(iter(_defaults(model_type, POSITION_FIELDS)[1]))
     return {key: (built[0], f"{key} left out: {built[1]}'s default {built[0]:,}, as transformers builds it")}
 
 
 def _left_out(cfg: dict[str, Any], model_type: str) -> dict[str, tuple[int, str]]:
-    """{key: (the class default transformers builds, the note saying so)} for the K/V heads / head_dim ``cfg`` leaves
-    out where its class fixes another number than gpuplan's own reading and that number builds a runnable model
-    (review R2 N1); a default that does not divide the heads is refused here, naming the field and the default."""
-    if model_type in CLASS_EXPERT_WIDTHS:
-        name, widths = CLASS_EXPERT_WIDTHS[model_type]
-        filled = {key: (default, f"{key} left out: {name}'s default {default:,}, as transformers builds it")
-                  for key, default in widths.items() if key not in cfg}
-        if filled:
-            return filled | _left_out({**cfg, **{key: default for key, (default, _) in filled.items()}}, model_type)
+    """{key: (the class default transformers builds, the note saying so)} for the expert widths ``cfg`` leaves out,
+    then the K/V heads / head_dim it leaves out where its class fixes another number than gpuplan's own reading and
+    that number builds a runnable model (review R2 N1); a default that does not divide the heads is refused here,
+    naming the field and the default."""
+    name, widths = _defaults(model_type, EXPERT_WIDTHS)
+    filled = {key: (default, f"{key} left out: {name}'s default {default:,}, as transformers builds it")
+              for key, default in widths.items() if key not in cfg}
     if model_type == "dbrx":  # DbrxAttentionConfig.kv_n_heads = 1 (configuration_dbrx.py@5.25.0): multi-query
         attn = cfg.get("attn_config")
         attn = {} if attn is None else attn
         if isinstance(attn, dict) and "kv_n_heads" not in attn:
-            return {"kv_n_heads": (1, "attn_config.kv_n_heads left out: DbrxAttentionConfig's default 1 "
-                                      "(multi-query), as transformers builds it")}
-        return {}
+            filled["kv_n_heads"] = (1, "attn_config.kv_n_heads left out: DbrxAttentionConfig's default 1 "
+                                       "(multi-query), as transformers builds it")
+        return filled
     heads, hidden = cfg.get("num_attention_heads"), cfg.get("hidden_size")
     if not isinstance(heads, int) or isinstance(heads, bool) or heads < 1:
-        return {}  # the reader refuses it, naming num_attention_heads
+        return filled  # the reader refuses it, naming num_attention_heads
     if not isinstance(hidden, int) or isinstance(hidden, bool) or hidden < 1:
         hidden = None  # the reader refuses it, naming hidden_size (review R2 N2)
-    reads = {"num_key_value_heads": (CLASS_KV_HEADS, heads, f"num_attention_heads ({heads})"),
-             "head_dim": (CLASS_HEAD_DIMS, hidden // heads if hidden else None,
+    reads = {"num_key_value_heads": (heads, f"num_attention_heads ({heads})"),
+             "head_dim": (hidden // heads if hidden else None,
                           f"hidden_size / num_attention_heads ({hidden} / {heads})")}
-    filled = {}
-    for key, (table, read, said) in reads.items():
-        if key in cfg or model_type not in table or read is None:
-            continue
-        name, default = table[model_type]
-        if default == read:
+    name, shapes = _defaults(model_type, SHAPE_FIELDS)
+    for key, (read, said) in reads.items():
+        default = shapes.get(key)
+        if key in cfg or default is None or read is None or default == read:
             continue
         if key == "num_key_value_heads" and heads % default:  # each K/V head serves heads / kv query heads
             raise InputError(f"config.json: {key}", None, f"a {model_type} config must state it: transformers "
@@ -150,11 +152,12 @@ def _left_out(cfg: dict[str, Any], model_type: str) -> dict[str, tuple[int, str]
     return filled
 
 
-def check_class_shapes(cfg: dict[str, Any], model_type: str) -> list[str]:
+def check_class_shapes(cfg: dict[str, Any], model_type: str) -> dict[str, tuple[int, str]]:
     """Refuse a config.json (``cfg`` as written, before nulls are dropped) that states null for a field transformers
-    builds no model from (NULL_REFUSED), leaves out a DeepSeek attention field (CLASS_MLA), or leaves out
-    num_key_value_heads where its class's default does not divide the heads; return the notes of the class defaults
-    read for what it leaves out (_left_out; read_keys fills them)."""
+    builds no model from (NULL_REFUSED), leaves out a DeepSeek attention field (MLA_FIELDS), or leaves out
+    num_key_value_heads where its class's default does not divide the heads; return the class defaults read for
+    what it leaves out, {key: (default, note)} (_left_out, _left_out_positions), which read_keys fills: worked out
+    once a config (hf_config._model_spec)."""
     nulls = [key for key, types in NULL_REFUSED.items() if model_type in types and key in cfg and cfg[key] is None]
     attn = cfg.get("attn_config")
     if model_type == "dbrx" and isinstance(attn, dict) and "kv_n_heads" in attn and attn["kv_n_heads"] is None:
@@ -162,16 +165,14 @@ def check_class_shapes(cfg: dict[str, Any], model_type: str) -> list[str]:
     if nulls:
         raise InputError(f"config.json: {nulls[0]}", "null", f"a {model_type} config must give a positive integer: "
                          "transformers 5.25.0 builds no model from a null one")
-    if model_type in ("deepseek_v2", "deepseek_v3"):
-        name = "DeepseekV2Config" if model_type == "deepseek_v2" else "DeepseekV3Config"
-        for key, default in CLASS_MLA.items():
-            if key not in cfg:
-                raise InputError(f"config.json: {key}", None, f"a {model_type} config must state it: transformers "
-                                 f"would build {name}'s default {default:,}" +
-                                 (' (give "q_lora_rank": null for queries without compression)'
-                                  if key == "q_lora_rank" else ""))
-    left_out = _left_out(cfg, model_type) | _left_out_positions(cfg, model_type)
-    return [note for _, note in left_out.values()]
+    name, mla = _defaults(model_type, MLA_FIELDS)
+    for key, default in mla.items():
+        if key not in cfg:
+            raise InputError(f"config.json: {key}", None, f"a {model_type} config must state it: transformers "
+                             f"would build {name}'s default {default:,}" +
+                             (' (give "q_lora_rank": null for queries without compression)'
+                              if key == "q_lora_rank" else ""))
+    return _left_out(cfg, model_type) | _left_out_positions(cfg, model_type)
 
 
 BIAS_KEYS = ("attention_bias", "mlp_bias", "bias")
@@ -242,17 +243,17 @@ def _unread_aliases(cfg: dict[str, Any], model_type: str) -> set[str]:
     return unread
 
 
-def read_keys(cfg: dict[str, Any], model_type: str, overridden: bool = False) -> dict[str, Any]:
+def read_keys(cfg: dict[str, Any], model_type: str, left_out: dict[str, tuple[int, str]],
+              overridden: bool = False) -> dict[str, Any]:
     """``cfg`` without its nulls (the config class's defaults fill them) and without the bias keys ``model_type``'s
     modeling file does not read (READ_BIAS_KEYS), the expert keys it does not read (READ_EXPERT_KEYS, unless
     ``overridden`` by --model-type), or the K/V head keys where it reads none (MHA_TYPES); with the class
-    defaults of the K/V heads / head_dim it leaves out (_left_out)."""
+    defaults of what it leaves out (``left_out``: check_class_shapes' answer for ``cfg``)."""
     unread = set(BIAS_KEYS) - set(READ_BIAS_KEYS.get(model_type, ()))
     unread |= {"num_key_value_heads", "num_kv_heads"} if model_type in MHA_TYPES else set()
     unread |= set() if overridden else set(EXPERT_KEYS) - set(READ_EXPERT_KEYS.get(model_type, ()))
     unread |= set() if overridden else _unread_aliases(cfg, model_type)  # another family's name (SHAPE_ALIASES)
     kept = {key: value for key, value in cfg.items() if value is not None and key not in unread}
-    left_out = _left_out(cfg, model_type) | _left_out_positions(cfg, model_type)
     for key, (default, _) in left_out.items():  # the class defaults transformers builds (N1)
         if key == "kv_n_heads":
             kept["attn_config"] = {**(cfg.get("attn_config") or {}), key: default}

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuplan.adapters.architectures import check_architecture, language_config
-from gpuplan.adapters.class_shapes import READ_EXPERT_KEYS, read_keys
+from gpuplan.adapters.class_shapes import READ_EXPERT_KEYS, check_class_shapes, read_keys
 from gpuplan.adapters.config_fields import (
     KNOWN_LAYER_TYPES,
     WINDOW_FLAG_TYPES,
@@ -315,11 +315,13 @@ def _model_spec(config: dict[str, Any], name: str, source: str, override: str | 
     cfg = text_config(config)
     model_type, notes = _model_type(cfg, override)
     notes += check_architecture(config, cfg, model_type, overridden=bool(override))
+    left_out = check_class_shapes(cfg, model_type)  # nulls; the class defaults of what cfg leaves out
+    notes += [note for _, note in left_out.values()]
     if model_type in WINDOW_FLAG_TYPES and cfg.get("use_sliding_window") is True and "sliding_window" not in cfg:
         # left out (not null): the Qwen classes' 4,096 (configuration_qwen2.py@5.25.0 L74; qwen3 L77, *_moe L89 / L92)
         cfg = {**cfg, "sliding_window": 4096}
     cfg = {**class_defaults(cfg, CONFIG_DEFAULTS.get(model_type, {})),
-           **read_keys(cfg, model_type, bool(override)), "model_type": model_type}  # nulls, keys it does not read
+           **read_keys(cfg, model_type, left_out, bool(override)), "model_type": model_type}  # nulls, unread keys
     if model_type == "dbrx":
         cfg = _dbrx_flat(cfg)
     if model_type == "gpt_bigcode" and cfg.get("add_cross_attention"):  # L151-152: no multi-query cross-attention

@@ -47,7 +47,7 @@ def _rope_entries(raw: dict[str, Any]) -> list[dict[str, Any]]:
 
 def vllm_max_model_len(raw: dict[str, Any]) -> tuple[int, str] | None:
     """(vLLM's derived max_model_len, the key it came from) for a config.json's fields. Where the config states no
-    length key vLLM reads the built config object's, its class default (adapters.class_shapes.CLASS_POSITIONS:
+    length key vLLM reads the built config object's, its class default (adapters.class_shapes.CLASS_DEFAULTS:
     FalconConfig 2,048, Qwen2Config 32,768); None for a type whose class gpuplan does not list."""
     from gpuplan.adapters.class_shapes import class_positions
 
