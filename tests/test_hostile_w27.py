@@ -51,3 +51,44 @@ def test_serve_schema_refuses_a_port_not_an_int_in_python(port):
     with pytest.raises(InputError) as caught:
         serve_schema()(port=port)
     assert caught.value.field == "port" and "decimal digits" in caught.value.expected
+
+
+# ---- 2. a YAML plan file with a line break only YAML 1.1 sees (NEL, LS, PS) ------------------------------------------
+
+
+@pytest.mark.parametrize("brk", ["\x85", "\u2028", "\u2029"])
+@pytest.mark.parametrize("text", [
+    "model: llama-3.1-8b\ngpu: h100\n# the usual 8 GPUs{brk}gpus: 4096\n",  # a key hidden in a comment
+    "model: llama-3.1-8b\ngpu: h100\ngpus: 8{brk}tp: 2\n",                    # a second key on the 'same' line
+    "model: llama-3.1-8b\ngpu: h100{brk}\n",                                 # at a line's end
+])
+def test_yaml_plan_file_with_a_unicode_line_break_is_refused(run_cli, tmp_path, brk, text):
+    """PyYAML (YAML 1.1) ends a line at U+0085, U+2028 and U+2029, which editors, `cat` and a diff show inside one
+    line (YAML 1.2 and TOML do not break there): `# the usual 8 GPUs<U+2028>gpus: 4096` planned 4,096 GPUs from what
+    reads as a comment, `gpus: 8<U+2028>tp: 2` set tp 2. Refused naming the file, the line and the character."""
+    plan = tmp_path / "p.yaml"
+    plan.write_text(text.format(brk=brk), encoding="utf-8")
+    line = text.format(brk=brk).split("\n").index(next(s for s in text.format(brk=brk).split("\n") if brk in s)) + 1
+    err = field_refusal(run_cli("memory", str(plan)), "plan file", f"(line {line}): U+{ord(brk):04X}")
+    assert "ends a line for YAML" in err
+
+
+def test_yaml_plan_file_with_a_unicode_line_break_is_refused_by_campaign_and_report(run_cli, tmp_path):
+    """The one plan-file reader: campaign and report read through it too (nothing written)."""
+    plan = tmp_path / "c.yaml"
+    plan.write_text("model: llama-3.1-8b\ngpu: h100\nmfu: 0.4\nstages:\n  - {tokens: 1B, gpus: 8}\n"
+                    "# 8 GPUs\u2028days: 1\n", encoding="utf-8")
+    field_refusal(run_cli("campaign", str(plan)), "plan file", "U+2028")
+    out = tmp_path / "r.html"
+    field_refusal(run_cli("report", str(plan), "--out", str(out), "--no-plots"), "plan file", "U+2028")
+    assert not out.exists()
+
+
+def test_yaml_line_break_escapes_and_toml_are_not_refused(run_cli, tmp_path):
+    """The escape written out (six characters) is no line break; TOML ends no line at U+2028 (a comment keeps it)."""
+    plan = tmp_path / "p.yaml"
+    plan.write_text('model: llama-3.1-8b\ngpu: h100\ngpus: 8  # see "\\u2028"\n', encoding="utf-8")
+    assert run_cli("memory", str(plan))[0] == 0
+    toml = tmp_path / "p.toml"
+    toml.write_text('model = "llama-3.1-8b"\ngpu = "h100"\n# 8 GPUs\u2028gpus = 4096\ngpus = 8\n', encoding="utf-8")
+    assert run_cli("memory", str(toml))[0] == 0

@@ -112,9 +112,26 @@ class TooManyNodes(Exception):
         self.line = line
 
 
+YAML_ONLY_BREAKS = {"\x85": "NEXT LINE", "\u2028": "LINE SEPARATOR", "\u2029": "PARAGRAPH SEPARATOR"}
+"""Characters YAML 1.1 (PyYAML's reader) ends a line at and an editor, `cat` or a diff shows inside one (YAML 1.2 and
+TOML do not break there): `# 8 GPUs<U+2028>gpus: 4096` read as a key what shows as a comment (hostile wave 27)."""
+
+
+def _no_hidden_breaks(text: str, field: str, where: Any) -> None:
+    """Refuse YAML text holding one of YAML_ONLY_BREAKS, naming its line as an editor counts them."""
+    at = next((i for i, char in enumerate(text) if char in YAML_ONLY_BREAKS), None) \
+        if not text.isascii() else None
+    if at is not None:
+        char = text[at]
+        raise refusal(field, where, f"cannot be read safely (line {text.count(chr(10), 0, at) + 1}): U+{ord(char):04X} "
+                      f"({YAML_ONLY_BREAKS[char]}) ends a line for YAML 1.1 but not for an editor, which shows what "
+                      "follows on the same line; remove it, or start a new line")
+
+
 def parse_yaml(text: str, field: str, where: Any) -> Any:
     import yaml
 
+    _no_hidden_breaks(text, field, where)
     try:
         return yaml.load(text, Loader=_yaml_loader())  # noqa: S506 - a SafeLoader subclass
     except TooManyNodes as exc:
