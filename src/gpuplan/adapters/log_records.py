@@ -14,11 +14,14 @@ GiB = 2**30
 MiB = 2**20
 
 
-def check_reserved(allocated: float, reserved: float, names: tuple[str, str], source: str, where: str) -> None:
-    """Refuse a reserved peak below the allocated one (same unit, the log's): PyTorch's caching allocator reserves
-    every byte it hands out, so torch.cuda.max_memory_reserved() >= max_memory_allocated() (torch/cuda/memory.py:
-    'reserved' = allocated + cached); a log saying otherwise swapped its columns or units (hostile w25)."""
+def check_reserved(allocated: float, reserved: float, names: tuple[str, str], source: str, where: str,
+                   unit: float = 1) -> None:
+    """Refuse a reserved peak below the allocated one (the same unit: the log's, or bytes with ``unit`` the log's
+    unit in bytes, quoted in the log's unit): PyTorch's caching allocator reserves every byte it hands out, so
+    torch.cuda.max_memory_reserved() >= max_memory_allocated() (torch/cuda/memory.py: 'reserved' = allocated +
+    cached); a log saying otherwise swapped its columns or units (hostile w25)."""
     if reserved < allocated:
+        allocated, reserved = allocated / unit, reserved / unit  # as logged: a power of two is an exact divisor
         raise InputError(names[1], whole_or(reserved), f"in {source}{where}: below {names[0]} {allocated:g}; PyTorch reserves "
                          "every allocated byte (reserved = allocated + cached), so the reserved peak is at least the "
                          "allocated one: check the columns and their units")

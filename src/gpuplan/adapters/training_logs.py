@@ -164,7 +164,8 @@ def parse_torchtitan(lines: Iterable[str] | str, source: str) -> TrainingLog:
 
 # ---------------------------------------------------------------------------------------------
 # Megatron-LM: megatron/training/training.py training_log() and megatron/training/utils.py
-# report_memory() (NVIDIA/Megatron-LM); memory in MB = 2**20 bytes (utils.py divides by 1024*1024)
+# report_memory() (NVIDIA/Megatron-LM; megatron/training/utils/common_utils.py L313-324 @d98e8a64dd): memory in
+# MB = 2**20 bytes ('memory (MB) | allocated: ... | max reserved: ...', torch.cuda.*memory*() / (1024.0 * 1024.0), .2f)
 
 _MEGA_ITER = re.compile(r"\biteration\s+(\d+)\s*/\s*\d+")
 _MEGA_ELAPSED = re.compile(rf"elapsed time per iteration \(ms\):\s*{_NUM}")
@@ -182,9 +183,9 @@ def parse_megatron(lines: Iterable[str] | str, source: str) -> TrainingLog:
     for line in _each_line(lines):
         memory = _MEGA_MEMORY.search(line)
         if memory:
-            allocated = _size(memory.group(4), MiB, "max allocated", source)
+            allocated = _size(memory.group(4), MiB, "max allocated", source)  # bytes from here on
             reserved = _size(memory.group(6), MiB, "max reserved", source)
-            check_reserved(allocated / MiB, reserved / MiB, ("max allocated (MB)", "max reserved (MB)"), source, "")
+            check_reserved(allocated, reserved, ("max allocated (MB)", "max reserved (MB)"), source, "", MiB)
             max_allocated = max(allocated, max_allocated or 0.0)  # worst rank
             max_reserved = max(reserved, max_reserved or 0.0)
             continue
