@@ -92,3 +92,28 @@ def test_yaml_line_break_escapes_and_toml_are_not_refused(run_cli, tmp_path):
     toml = tmp_path / "p.toml"
     toml.write_text('model = "llama-3.1-8b"\ngpu = "h100"\n# 8 GPUs\u2028gpus = 4096\ngpus = 8\n', encoding="utf-8")
     assert run_cli("memory", str(toml))[0] == 0
+
+
+# ---- 3. a switch given a value after '=' -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("args, field, value, forms", [
+    (("train", "--sequence-parallel=false"), "sequence_parallel", "false",
+     "--sequence-parallel or --no-sequence-parallel"),
+    (("train", "--no-sequence-parallel=1"), "sequence_parallel", "1", "--sequence-parallel or --no-sequence-parallel"),
+    (("infer", "--model", "llama-3.1-8b", "--p2p=no"), "p2p", "no", "--p2p or --no-p2p"),
+    (("memory", "--offload-optimizer=true"), "offload_optimizer", "true", "--offload-optimizer or --no-offload-optimizer"),
+    (("train", "--json=1"), "json", "1", "--json alone"),
+    (("report", "examples/article-7b.yaml", "--plots=false"), "plots", "false", "--plots or --no-plots"),
+])
+def test_a_switch_given_a_value_names_the_field_and_its_two_forms(run_cli, args, field, value, forms):
+    """`--sequence-parallel=false` was told click's "Option '--sequence-parallel' does not take a value.", naming
+    neither the field nor how to say it, where a plan file's `sequence_parallel: false`, the web API and the Python
+    API take the same word: the line names the field, quotes the value and gives the switch's forms."""
+    err = field_refusal(run_cli(*args), field, forms)
+    assert f"got '{value}'" in err
+
+
+def test_a_switch_is_still_read_without_a_value(run_cli):
+    plan = run_cli("memory", "--model", "llama-3.1-8b", "--gpus", "8", "--tp", "8", "--no-sequence-parallel", "--json")
+    assert plan[0] == 0, plan[2]

@@ -227,6 +227,8 @@ def usage_line(exc: click.ClickException, argv: list[str] = ()) -> str:
 
     ctx = getattr(exc, "ctx", None)
     message = exc.format_message()
+    if isinstance(exc, click.BadOptionUsage) and message.endswith("does not take a value."):  # click gives no ctx
+        return _switch_given_a_value(exc.option_name, list(argv))
     if ctx is None:
         return message
     file_suffixes = PLAN_SUFFIXES + (".json",)  # a command's file argument: a plan file or a config.json
@@ -251,6 +253,26 @@ def usage_line(exc: click.ClickException, argv: list[str] = ()) -> str:
     if isinstance(exc, click.MissingParameter) and exc.param is not None and exc.param.param_type_name == "argument":
         return str(InputError(exc.param.name or "argument", None, f"is required; {usage}"))
     return message
+
+
+def _switch_given_a_value(name: str, argv: list[str]) -> str:
+    """A switch written with '=VALUE' (`--sequence-parallel=false`): click said "Option '--sequence-parallel' does not
+    take a value.", naming neither the field nor how to say it, where a plan file, the web API and the Python API
+    take true/false for the same field (hostile wave 27). The field, the value typed and the switch's forms (the
+    command's option, looked up along ``argv``: click's parser raises this with no context)."""
+    typed = next((a.split("=", 1)[1] for a in argv if a.startswith(f"{name}=")), "")
+    command: click.Command = app
+    parent = click.Context(app, info_name="gpuplan")
+    for token in (a for a in argv if not a.startswith("-")):
+        found = command.get_command(parent, token) if isinstance(command, click.Group) else None
+        if found is None:
+            break
+        command, parent = found, click.Context(found, parent=parent, info_name=token)
+    option = next((p for p in command.params if name in (*p.opts, *getattr(p, "secondary_opts", ()))), None)
+    forms = [*option.opts, *option.secondary_opts] if option is not None else [name]
+    field = forms[0].lstrip("-").replace("-", "_")  # the flag's name as written: --json, not its parameter as_json
+    write = " or ".join(forms) if len(forms) > 1 else f"{forms[0]} alone"
+    return str(InputError(field, typed, f"is a switch, written without a value: {write}"))
 
 
 def _lean_start(command: str | None = None) -> None:
