@@ -70,15 +70,19 @@ class TimeEstimate:
     """Wall-clock after every allowance the answer adds, on the GPUs solved (within the deadline)."""
     deadline_allowances: str = ""
     """What that wall-clock includes ('communication allowance', '... and failures')."""
-    deadline_note: str = ""
-    """Set when the article's default week is met on no searched GPU count (--mfu predicted answers the fastest
-    layout, as `plan` does: jobs.plan.deadline.deadline_rows): says so."""
     deadline_search: object = field(default=None, compare=False, repr=False)
     """The deadline's jobs.plan.search.PlanSearch the layout was chosen from (predicted mode, no --gpus), which
     --shard-group auto's line ranks as `plan` does (jobs.plan.shard_group_told.training_shard_group_line)."""
     ramp: object = None
     """--batch-ramp's planner.batch_ramp.RampTiming on the layout (predicted mode): the MFU is the steady one / its
     factor, so GPU-days, wall-clock and cost follow (jobs.training.batch_ramp)."""
+
+    @property
+    def deadline_note(self) -> str:
+        """Set when the article's default week is met on no searched GPU count (--mfu predicted answers the fastest
+        layout, as `plan` does: jobs.plan.deadline.deadline_rows): says so. The search's own note
+        (PlanSearch.missed_default_deadline), read from ``deadline_search``, not stored beside it."""
+        return self.deadline_search.missed_default_deadline if self.deadline_search is not None else ""
 
 
 AfterAllowances = Callable[[int, "Plan", float], float]
@@ -136,8 +140,7 @@ def estimate_time(inputs: TrainingInputs, spec, peak: float, gpu=None, after_all
         estimate = replace(_budgets(flops.used, peak, plan.gpus, None, mfu, band, source, "predicted"), ramp=ramp)
         if gpus is not None:  # the search door (layout_for_deadline) refuses a run failures never let finish
             _check_completes(inputs, spec, gpu, plan, estimate, 0.0)  # the step model has communication in it
-        missed = found.missed_default_deadline if found is not None else ""
-        return replace(estimate, deadline_note=missed, deadline_search=found), plan, inputs, flops
+        return replace(estimate, deadline_search=found), plan, inputs, flops
     if gpus is not None and days is not None:
         return _solve_mfu(inputs, spec, gpu, peak, gpus, days, allowance, after_allowances)
     mfu = inputs.mfu_value or DEFAULT_MFU
