@@ -77,18 +77,18 @@ class CampaignTotals:
 
     gpu_hours: float
     """GPU-hours of the on-demand runs with failures and checkpoints (GPU-hours)."""
-    cost_on_demand_usd: float
-    """On-demand cost (USD)."""
+    cost_on_demand_usd: float | None
+    """On-demand cost (USD); None where a stage has no price (UNPRICED)."""
     spot_gpu_hours: float
     """GPU-hours of the spot runs, with their reclaims (GPU-hours)."""
-    cost_spot_usd: float
-    """Spot cost (USD)."""
+    cost_spot_usd: float | None
+    """Spot cost (USD); None where a stage has no price (UNPRICED)."""
     budget_gpu_hours: float
     """GPU-hours with each stage's named contingency (GPU-hours)."""
-    budget_usd_on_demand: float
-    """Budget on-demand, contingency included (USD)."""
-    budget_usd_spot: float
-    """Budget on spot, contingency included (USD)."""
+    budget_usd_on_demand: float | None
+    """Budget on-demand, contingency included (USD); None where a stage has no price (UNPRICED)."""
+    budget_usd_spot: float | None
+    """Budget on spot, contingency included (USD); None where a stage has no price (UNPRICED)."""
     calendar_seconds: float
     """Calendar time, the stages one after another: the sum of their wall-clocks with failures (s)."""
     spot_calendar_seconds: float
@@ -102,10 +102,20 @@ class CampaignTotals:
     def of(cls, stages: tuple[StageAnswer, ...]) -> CampaignTotals:
         """The sums of ``stages``' figures."""
         names = {"calendar_seconds": "wall_seconds_with_failures", "spot_calendar_seconds": "spot_wall_seconds"}
-        return cls(**{f.name: float(sum(s.figure(names.get(f.name, f.name)) for s in stages)) for f in fields(cls)})
+        return cls(**{f.name: _sum([s.figure(names.get(f.name, f.name)) for s in stages]) for f in fields(cls)})
 
     def to_dict(self) -> dict[str, float]:
         return asdict(self)
+
+
+UNPRICED = "a stage's GPU has no published price (its budget says 'give --price'): no money total"
+"""Why a money total is None: a stage's budget prints its costs as n/a where the price catalog has no price for its GPU
+(jobs.budget: cost_on_demand_usd None); a sum of the priced stages alone would understate the campaign's cost."""
+
+
+def _sum(figures: list[float | None]) -> float | None:
+    """The total of the stages' ``figures``; None where one is None (a cost with no price: UNPRICED)."""
+    return None if any(f is None for f in figures) else float(sum(figures))
 
 
 @dataclass(frozen=True)

@@ -36,8 +36,9 @@ def campaign_report(answer: Any) -> Report:
     t = answer.totals
     n = len(answer.stages)
 
-    def money(key: str, label: str, value: float) -> Line:
-        return Line(key, label, value, "USD", f"${value:,.0f}", "sum over the stages")
+    def money(key: str, label: str, value: float | None) -> Line:
+        text = "n/a (a stage has no price: give --price)" if value is None else f"${value:,.0f}"
+        return Line(key, label, value, "USD", text, "sum over the stages")
 
     def hours(key: str, label: str, value: float) -> Line:
         return Line(key, label, value, "GPU-hours", f"{value:,.0f}", "sum over the stages")
@@ -63,5 +64,8 @@ def campaign_report(answer: Any) -> Report:
     table = Table("Stages", STAGE_COLUMNS, tuple(stage_row(s) for s in answer.stages))
     stages = f"{n} stage{'s' if n != 1 else ''} one after another"
     title = f"Training campaign: {answer.title}, {stages}" if answer.title else f"Training campaign: {stages}"
-    return Report("campaign", title, (), (), (Section("Campaign totals", lines),), NOTES, (table,),
+    unpriced = [s.stage.name for s in answer.stages if s.figure("cost_on_demand_usd") is None]
+    notes = NOTES + ((f"no published price for the GPU of {', '.join(unpriced)}: the money totals are n/a (give --price "
+                      "to that stage or at the top level)",) if unpriced else ())
+    return Report("campaign", title, (), (), (Section("Campaign totals", lines),), notes, (table,),
                   headline=TOTALS_HEADLINE, summary_table="Stages")
