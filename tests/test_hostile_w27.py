@@ -117,3 +117,21 @@ def test_a_switch_given_a_value_names_the_field_and_its_two_forms(run_cli, args,
 def test_a_switch_is_still_read_without_a_value(run_cli):
     plan = run_cli("memory", "--model", "llama-3.1-8b", "--gpus", "8", "--tp", "8", "--no-sequence-parallel", "--json")
     assert plan[0] == 0, plan[2]
+
+
+# ---- 4. profile --sweep --out a .json file name ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("out", ["sweep.json", "sweep.JSON", "runs/sweep.json/"])
+def test_profile_sweep_out_a_json_file_name_is_refused_before_any_folder(run_cli, monkeypatch, tmp_path, out):
+    """With --sweep, --out is a folder: `--out sweep.json` made a folder named sweep.json and filled it with the
+    sweep's files (nothing said). Refused before the folder is made and before any run."""
+    import gpuplan.profile.sweep as sweep
+
+    ran = []
+    monkeypatch.setattr(sweep, "run_sweep", lambda *a, **k: ran.append(a) or [])
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "runs").mkdir()
+    field_refusal(run_cli("profile", "pythia-70m", "--layers", "1", "--sweep", "--out", out), "out",
+                  "with --sweep, --out is the folder")
+    assert ran == [] and not (tmp_path / out).exists()

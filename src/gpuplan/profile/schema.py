@@ -115,6 +115,9 @@ class TrialInputs(RealModelInputs):
         if "sweep_budget" in self.given and not self.sweep:
             raise InputError("sweep_budget", whole_or(self.sweep_budget), "is the seconds the sweep may take: give "
                              "--sweep with it, or leave it out")
+        if self.sweep and self.out and str(self.out).rstrip("/").lower().endswith(".json"):  # hostile wave 27
+            raise InputError("out", self.out, "names a JSON file; with --sweep, --out is the folder the sweep "
+                             "writes its measurement files to: give a folder name, e.g. sweep-out")
         return self
 
     def adjust_spec(self, spec):
