@@ -78,13 +78,13 @@ DEFAULT_CONTEXT = 4096
 """infer's context where neither --context nor --prompt is given (tokens), capped by the model's limits."""
 
 
-def default_context(spec: ModelSpec, raw: dict[str, Any], vllm: bool) -> tuple[int, str]:
+def default_context(spec: ModelSpec, derived: tuple[int, str] | None) -> tuple[int, str]:
     """(infer's default context, tokens; a note where vLLM's max_model_len set it, else ''): min(4096, the model's
-    positions) and, under vLLM, min with the max_model_len it derives (a model_max_length, seq_length or rope factor
-    < 1 below the positions: hostile w25 mend, R2: the default 4,096 was refused 'context: got 4096'). The
-    assumption line (jobs.inference.assumptions) says the rule."""
+    positions) and, under vLLM, min with the max_model_len it derives (``derived``: vllm_max_model_len's answer,
+    None under another engine; a model_max_length, seq_length or rope factor < 1 below the positions: hostile w25
+    mend, R2: the default 4,096 was refused 'context: got 4096'). The assumption line (jobs.inference.assumptions)
+    says the rule."""
     context = min(DEFAULT_CONTEXT, spec.max_position_embeddings)
-    derived = vllm_max_model_len(raw) if vllm else None
     if derived is None or not 2 <= derived[0] < context:  # below 2 no context runs: check_vllm_context refuses
         return context, ""
     return derived[0], (f"context {derived[0]:,} (the default, --context not given): vLLM's max_model_len for "
@@ -92,10 +92,10 @@ def default_context(spec: ModelSpec, raw: dict[str, Any], vllm: bool) -> tuple[i
                         f"{spec.max_position_embeddings:,} positions)")
 
 
-def check_vllm_context(raw: dict[str, Any], spec: ModelSpec, context: int, prompt: int | None, output: int,
-                       version: tuple[int, ...]) -> None:
-    """Refuse a context (prompt + output, tokens) above vLLM's derived max_model_len, as vLLM's start-up does."""
-    derived = vllm_max_model_len(raw)
+def check_vllm_context(raw: dict[str, Any], derived: tuple[int, str] | None, spec: ModelSpec, context: int,
+                       prompt: int | None, output: int, version: tuple[int, ...]) -> None:
+    """Refuse a context (prompt + output, tokens) above vLLM's derived max_model_len (``derived``:
+    vllm_max_model_len(raw), worked out once an answer by its caller), as vLLM's start-up does."""
     if derived is None or context <= derived[0]:
         return
     limit, key = derived

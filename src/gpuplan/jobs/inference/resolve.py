@@ -24,6 +24,7 @@ from gpuplan.jobs.inference.context_limits import (
     check_vllm_context,
     context_notes,
     default_context,
+    vllm_max_model_len,
 )
 from gpuplan.jobs.inference.quant_config import (  # noqa: F401 (re-exported: callers import them from here)
     weight_format_from_hf,
@@ -95,18 +96,19 @@ def resolve_plan(inputs: InferenceInputs) -> Plan:
         # a checkpoint's groups, as a typed --group-size (wave 19: GPTQ group_size 7 on a 4,096 input was answered)
         group_size_check(fmt.group_size, spec, True, "quantization_config.group_size")
     kv_dtype = _kv_dtype(inputs.kv_dtype, fmt, spec)
+    vllm_len = vllm_max_model_len(raw) if engine == "vllm" else None  # once: the default context and the check
     if inputs.prompt is not None:  # prompt + output make the context
         output = inputs.output_tokens if inputs.output_tokens is not None else 256
         context = inputs.prompt + output
     else:
-        context, told = (inputs.context, "") if inputs.context else default_context(spec, raw, engine == "vllm")
+        context, told = (inputs.context, "") if inputs.context else default_context(spec, vllm_len)
         notes += [told] if told else []
         output = inputs.output_tokens if inputs.output_tokens is not None else min(256, context // 2)
     if not 1 <= output < context:
         raise InputError("output_tokens", output, f"must be at least 1 and below the context ({context})")
     check_learned_context(spec, context, inputs.prompt, output)
     if engine == "vllm":  # vLLM's start-up refuses a max_model_len past the config's (context_limits)
-        check_vllm_context(raw, spec, context, inputs.prompt, output, inputs.release.version)
+        check_vllm_context(raw, vllm_len, spec, context, inputs.prompt, output, inputs.release.version)
     check_model_options(inputs, spec, context - output)  # --prefix-hit / --decode-attention inert here (wave 20)
     IR.check_prefill_chunks(inputs.prefill_tokens, context, inputs.release)  # vLLM before chunked prefill
     K.kv_heads_per_gpu(spec.attention, inputs.tp_degree)  # tp vs heads / KV heads: one clear line
