@@ -156,7 +156,11 @@ def test_10_mha_types_ignore_kv_head_keys(config):
 
 
 @pytest.mark.parametrize("key, default", [("kv_lora_rank", "512"), ("qk_rope_head_dim", "64"),
-                                          ("v_head_dim", "128")])
+                                          ("v_head_dim", "128"),
+                                          # review R2 M3 (merged from test_hostile_w24c's test_m3, the CLI's
+                                          # memory door alone there)
+                                          ("q_lora_rank", '1,536 (give "q_lora_rank": null for queries without '
+                                                          'compression)')])
 def test_11_a_left_out_mla_field_is_refused_at_every_door(run_cli, client, tmp_path, key, default):
     config = {k: v for k, v in DEEPSEEK.items() if k != key}
     path = tmp_path / "config.json"

@@ -123,13 +123,11 @@ def test_m1_every_door_gives_the_same_line(run_cli, client, tmp_path):
 
 # ---- M3: q_lora_rank ------------------------------------------------------------------------------------------------
 
-def test_m3_a_left_out_q_lora_rank_is_refused_naming_the_default(run_cli, tmp_path):
+def test_m3_a_left_out_q_lora_rank_is_built_at_rank_1536():
+    """What transformers builds from a config without q_lora_rank; its refusal at every door, naming 1,536:
+    test_hostile_w24b.py test_11_a_left_out_mla_field_is_refused_at_every_door."""
     config = {k: v for k, v in DEEPSEEK.items() if k != "q_lora_rank"}
-    assert _meta_model(config).model.layers[0].self_attn.q_a_proj.weight.shape[0] == 1536  # what transformers builds
-    path = _written(tmp_path, config)
-    line = ("error: config.json: q_lora_rank: got no value; a deepseek_v3 config must state it: transformers would "
-            "build DeepseekV3Config's default 1,536 (give \"q_lora_rank\": null for queries without compression)\n")
-    assert field_refusal(run_cli("memory", str(path), "--gpus", "1"), "config.json: q_lora_rank") == line
+    assert _meta_model(config).model.layers[0].self_attn.q_a_proj.weight.shape[0] == 1536
 
 
 def test_m3_a_null_q_lora_rank_is_direct_queries_as_built():
