@@ -54,7 +54,7 @@ Found, each fixed where every door passes (one line naming the field, exit 2):
     transformers builds 128 (parameters 218,880 vs the meta-built model's 317,952 in the first case). As wave 23 (3)
     did for the MLP width, such a config is refused naming the field and the class default, unless that default is
     what gpuplan reads (a Qwen2 of 32 heads: answered); Gemma 3's defaults stay filled (adapters/class_shapes.py,
-    called by architectures.check_architecture).
+    called by hf_config._model_spec).
 (8) bias keys were read whatever the type: a Mistral / Mixtral / Qwen2 / Phi-3 config with "attention_bias": true, an
     OLMo 2 / Qwen3 / Gemma one with "mlp_bias": true or a Llama one with a stray "bias": true was counted with linear
     biases transformers does not build (their modeling files read no such key: `config.<key>` in modeling_<type>.py
