@@ -50,9 +50,9 @@ def memory_section(plan: Plan, m: M.Memory, batch: int, per_sequence: float, hel
     """Weights, activation peak, runtime, KV budget and headroom per GPU, and whether the load fits (``held``: the
     KV budget holds the batch, max_sequences >= batch; TensorRT-LLM's budget is a fraction of the free memory, so
     'needed <= visible' alone printed 'fits: yes' beside 'only 305 sequences fit, not 318', A8 w14)."""
-    needed = m.weights + m.activations + m.fixed + batch * per_sequence
-    fits = needed <= m.usable and held
     engine = plan.setup.runtime.engine
+    needed = charged(m, engine) + batch * per_sequence
+    fits = needed <= m.usable and held
     if engine == "sglang":
         usable = Line("usable", f"weights + KV pool at mem_fraction_static {m.fraction:.3f}", m.usable, "bytes",
                       gb(m.usable), "(device total - CUDA context - communicators) x mem_fraction_static (SGLang; "
@@ -81,12 +81,26 @@ def memory_section(plan: Plan, m: M.Memory, batch: int, per_sequence: float, hel
               "trtllm": "(1 - free_gpu_memory_fraction) x what was free"}.get(
                  engine, "(device - driver reserve) x (1 - gpu_memory_utilization)"
                  + ("" if m.graphs_counted else "; CUDA graphs are captured out of it"))),
-        Line("needed", f"needed for {plural(batch, 'sequence')} at {plan.context:,} tokens", needed, "bytes", gb(needed)),
+        Line("needed", f"needed for {plural(batch, 'sequence')} at {plan.context:,} tokens", needed, "bytes", gb(needed),
+             "weights + KV of the batch (the runtime is outside the pool)" if engine == "sglang" else
+             "weights + activations + KV of the batch" + (" + runtime" if m.counts_runtime else "")),
         Line("fits", "fits", fits, "", "yes" if fits else "NO" + (" (weights alone exceed it)"
                                                                   if m.weights > m.usable and not slots_fill_it(m)
                                                                   else " (weights and LoRA slots exceed it)"
                                                                   if m.weights > m.usable else "")),
     ))
+
+
+def charged(m: M.Memory, engine: str) -> float:
+    """Bytes per GPU the engine's rule takes out of ``m.usable`` before the KV cache, as its KV budget does
+    (core.serving.memory): the fixed part of the 'needed' line. SGLang's pool is fraction x (visible - non-torch -
+    communicators) - weights (ModelRunner.profile_max_num_token; docs/inference.md 'SGLang'): its runtime is taken
+    before ``usable`` and its activations live in the reserve; vLLM <= 0.2.4's profile counts PyTorch's allocated
+    peak only (counts_runtime False). Counting the runtime there printed 'fits NO' beside '1 sequence' and its speed
+    (`infer llama-3.1-8b --gpu h100 --engine sglang --mem-fraction-static 0.1974`, helper MS s24)."""
+    if engine == "sglang":
+        return m.weights + m.activations  # activations 0: in SGLang's reserve
+    return m.weights + m.activations + (m.fixed if m.counts_runtime else 0.0)
 
 
 def slots_fill_it(m: M.Memory) -> bool:
