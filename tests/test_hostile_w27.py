@@ -135,3 +135,43 @@ def test_profile_sweep_out_a_json_file_name_is_refused_before_any_folder(run_cli
     field_refusal(run_cli("profile", "pythia-70m", "--layers", "1", "--sweep", "--out", out), "out",
                   "with --sweep, --out is the folder")
     assert ran == [] and not (tmp_path / out).exists()
+
+
+# ---- 5. report --markdown named with bytes that are not UTF-8 ---------------------------------------------------------
+
+
+def test_report_markdown_name_not_utf8_with_plots_is_refused_before_anything_is_written(run_cli, tmp_path):
+    """A Markdown name holding a byte that is not UTF-8 (`m$'\\xff'.md`, which Python reads as the surrogate
+    U+DCFF) names its plots folder, which the Markdown links by name: the plots were written to m\\xff-plots, then
+    the Markdown's text could not be encoded (internal error, exit 70), leaving the plots and no report. Refused
+    first; with --no-plots (nothing linked) it is written."""
+    import os
+
+    pytest.importorskip("matplotlib")
+    markdown = os.fsdecode(str(tmp_path).encode() + b"/m\xff.md")
+    html = tmp_path / "r.html"
+    err = field_refusal(run_cli("report", "examples/article-7b.yaml", "--out", str(html), "--markdown", markdown),
+                        "markdown", "--no-plots")
+    assert "UTF-8" in err and sorted(os.listdir(tmp_path)) == []
+
+
+# ---- 6. a file name that is not UTF-8 printed on a strict UTF-8 stdout ----------------------------------------------
+
+
+def test_a_file_name_not_utf8_is_printed_not_an_internal_error(run_cli, tmp_path):
+    """Python reads a name's byte that is not UTF-8 as a surrogate (0xff: U+DCFF); a UTF-8 locale other than C gives
+    stdout errors='strict' (pytest's capture too), so printing such a name ended the command with 'internal error:
+    UnicodeEncodeError', exit 70: `calibrate m\xff.json` (its sources), `report --no-plots --markdown m\xff.md`
+    after both files were written. The name is printed with the byte escaped, as the refusals on stderr print it."""
+    import os
+    import shutil
+
+    measured = os.fsdecode(str(tmp_path).encode() + b"/meas\xff.json")
+    shutil.copy("tests/fixtures/h200/profile_llama-3.2-1b_bf16_mb2_s2048.json", measured)
+    for fmt in ("table", "markdown", "csv"):
+        code, out, err = run_cli("calibrate", measured, "--format", fmt, "--full")
+        assert code == 0 and "meas\\udcff.json" in out, (fmt, err)
+    markdown = os.fsdecode(str(tmp_path).encode() + b"/m\xff.md")
+    code, out, err = run_cli("report", "examples/article-7b.yaml", "--out", str(tmp_path / "r.html"),
+                             "--markdown", markdown, "--no-plots")
+    assert code == 0 and os.path.exists(markdown) and "m\\udcff.md" in out, err

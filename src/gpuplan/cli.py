@@ -206,14 +206,18 @@ def _run(argv: list[str]) -> int:
 def _tolerant_output() -> None:
     """Output streams whose encoding cannot write every character the answer uses (an en dash in
     ranges, CJK labels): PYTHONIOENCODING=ascii or latin-1 ended `train` with an internal error
-    (UnicodeEncodeError) after part of the answer; such characters are written as '?' instead."""
+    (UnicodeEncodeError) after part of the answer; such characters are written as '?' instead. A strict UTF-8
+    stream writes a file name's undecodable byte escaped (m\\udcff.json), as the refusals on stderr name it."""
     for stream in (sys.stdout, sys.stderr):
         encoding = (getattr(stream, "encoding", None) or "utf-8").lower().replace("_", "-")
-        if encoding not in ("utf-8", "utf8") and hasattr(stream, "reconfigure"):
-            try:
-                stream.reconfigure(errors="replace" if stream is sys.stdout else "backslashreplace")
-            except (ValueError, OSError):  # a stream that cannot be reconfigured keeps its settings
-                pass
+        utf8 = encoding in ("utf-8", "utf8")
+        if utf8 and getattr(stream, "errors", None) != "strict" or not hasattr(stream, "reconfigure"):
+            continue  # the C locale's surrogateescape writes a name's bytes back as they were
+        try:  # UTF-8 strict (a locale other than C): a file name's byte that is not UTF-8, read as a surrogate
+            # (0xff: U+DCFF), ended `calibrate m<0xff>.json` in an internal error, exit 70 (hostile wave 27)
+            stream.reconfigure(errors="backslashreplace" if utf8 or stream is not sys.stdout else "replace")
+        except (ValueError, OSError):  # a stream that cannot be reconfigured keeps its settings
+            pass
 
 
 def usage_line(exc: click.ClickException, argv: list[str] = ()) -> str:

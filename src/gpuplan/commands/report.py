@@ -93,6 +93,16 @@ def reports_for_plan(data: dict[str, Any], where: str, sections: str | tuple[str
     return [run(name) for name in sections]
 
 
+def _utf8(text: str) -> bool:
+    """Whether ``text`` is UTF-8 text: a name holding a byte that is not (read as a surrogate, U+DCFF for 0xff) made
+    the Markdown's plot links unwritable after the plots were written (exit 70; hostile wave 27)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def command():
     from gpuplan.commands.build import PATH_FIELDS, plan_relative_paths, schema_options, with_schema
     from gpuplan.report.schema import ReportInputs
@@ -119,6 +129,9 @@ def command():
                              "HTML report different paths")
         if inputs.markdown and inputs.plots:
             folder = Path(inputs.markdown).parent / f"{Path(inputs.markdown).stem}-plots"
+            if not Path(inputs.markdown).stem.isascii() and not _utf8(Path(inputs.markdown).stem):
+                raise InputError("markdown", inputs.markdown, "is not UTF-8 text, and the Markdown links its plots by "
+                                 "this name; rename it, or pass --no-plots")
             if folder.is_symlink():  # followed before: the plots went wherever a planted link pointed
                 raise InputError("markdown", inputs.markdown, f"its plots go in {folder}, a symbolic link (to "
                                  f"{os.readlink(folder)}); remove it, choose another --markdown name, or pass --no-plots")
