@@ -2,8 +2,8 @@
 figures the prose quotes for a command are what that command prints now. Each test failed before its doc was fixed:
 docs/budget.md imported `budget_sections` from jobs/budget/model.py after it had moved to jobs/budget/compute.py
 (ImportError); docs/memory.md called `mixed` the default recipe and `hf` the default implementation, where the default
-`--framework megatron` sets `megatron` for both; docs/training.md's batch-ramp figures (x1.034, steady 40.6%, 74.45 days,
-29,274,078 GPU-hours) and docs/budget.md's AWS spot saving (41.6%) were an earlier model's."""
+`--framework megatron` sets `megatron` for both; docs/training.md's batch-ramp figures (x1.034, steady 40.6%,
+74.45 days, 29,274,078 GPU-hours) and docs/budget.md's AWS spot saving (41.6%) were an earlier model's."""
 
 from __future__ import annotations
 
@@ -99,6 +99,7 @@ def test_budget_md_aws_spot_saving_is_what_budget_prints(run_cli):
     r = json.loads(out)["results"]
     assert r["cost_price_on_demand"] == pytest.approx(3.43, abs=0.005) and r["cost_price_spot"] == 2  # printed $3.43
     assert round(100 * r["cost_spot_saving"], 1) == quoted
-    assert r["cost_spot_saving"] < 1 - 2 / r["cost_price_on_demand"]  # spot's reclaims cost restarts and lost work on top
+    # spot's reclaims cost restarts and lost work on top of the price's discount
+    assert r["cost_spot_saving"] < 1 - 2 / r["cost_price_on_demand"]
     code, _, err = run_cli("budget", "--gpu", "a100", "--spot-price", "2")
     assert code == 2 and "AWS at $3.43" in err and "$1.71/GPU-h" in err
