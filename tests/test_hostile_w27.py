@@ -161,7 +161,7 @@ def test_report_markdown_name_not_utf8_with_plots_is_refused_before_anything_is_
 def test_a_file_name_not_utf8_is_printed_not_an_internal_error(run_cli, tmp_path):
     """Python reads a name's byte that is not UTF-8 as a surrogate (0xff: U+DCFF); a UTF-8 locale other than C gives
     stdout errors='strict' (pytest's capture too), so printing such a name ended the command with 'internal error:
-    UnicodeEncodeError', exit 70: `calibrate m\xff.json` (its sources), `report --no-plots --markdown m\xff.md`
+    UnicodeEncodeError', exit 70: `calibrate m<0xff>.json` (its sources), `report --no-plots --markdown m<0xff>.md`
     after both files were written. The name is printed with the byte escaped, as the refusals on stderr print it."""
     import os
     import shutil
@@ -175,3 +175,20 @@ def test_a_file_name_not_utf8_is_printed_not_an_internal_error(run_cli, tmp_path
     code, out, err = run_cli("report", "examples/article-7b.yaml", "--out", str(tmp_path / "r.html"),
                              "--markdown", markdown, "--no-plots")
     assert code == 0 and os.path.exists(markdown) and "m\\udcff.md" in out, err
+
+
+# ---- 7. the Python API: a mapping with a key that is not text -------------------------------------------------------
+
+
+@pytest.mark.parametrize("key", [1, ("model",), None, b"model", 2.5])
+@pytest.mark.parametrize("estimate", ["estimate_training", "estimate_budget", "estimate_memory", "estimate_inference",
+                                      "plan_report"])
+def test_python_api_mapping_with_a_key_not_text_is_refused_naming_it(estimate, key):
+    """`estimate_memory({1: 2, 'model': ...})` ended in pydantic's bare "TypeError: keywords must be strings"; a plan
+    file refuses such a key ('keys must be names (text)') and a JSON body cannot hold one."""
+    import gpuplan
+    from gpuplan import InputError
+
+    with pytest.raises(InputError) as caught:
+        getattr(gpuplan, estimate)({"model": "llama-3.1-8b", key: 2})
+    assert caught.value.field == repr(key) and "field names are text" in caught.value.expected

@@ -129,6 +129,9 @@ class JobInputs(BaseModel):
         """Check raw values (flags, plan-file fields, an API body); ``None`` means not given."""
         if not isinstance(raw, Mapping):
             raise InputError(where or "inputs", type(raw).__name__, "expected a mapping of field names to values")
+        for odd in (k for k in raw if not isinstance(k, str)):  # {1: 2}: pydantic's bare TypeError (wave 27)
+            raise InputError(f"{where}: {odd!r}" if where else repr(odd), raw[odd], f"is not a field name (a "
+                             f"{type(odd).__name__}); field names are text, e.g. 'model'")
         data = {k: v for k, v in raw.items() if v is not None}
         with _source(where):
             try:
