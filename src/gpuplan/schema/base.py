@@ -15,7 +15,7 @@ from typing import Any, Self
 
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
-from gpuplan.errors import CAMPAIGN_KEY, InputError, as_typed, closest_names
+from gpuplan.errors import CAMPAIGN_KEY, InputError, a_or_an, as_typed, closest_names
 
 
 def _where(loc: tuple, prefix: str | None) -> str:
@@ -130,8 +130,8 @@ class JobInputs(BaseModel):
         if not isinstance(raw, Mapping):
             raise InputError(where or "inputs", type(raw).__name__, "expected a mapping of field names to values")
         for odd in (k for k in raw if not isinstance(k, str)):  # {1: 2}: pydantic's bare TypeError (wave 27)
-            raise InputError(f"{where}: {odd!r}" if where else repr(odd), raw[odd], f"is not a field name (a "
-                             f"{type(odd).__name__}); field names are text, e.g. 'model'")
+            raise InputError(f"{where}: {odd!r}" if where else repr(odd), raw[odd], f"is not a field name "
+                             f"({a_or_an(type(odd).__name__)}); field names are text, e.g. 'model'")
         data = {k: v for k, v in raw.items() if v is not None}
         with _source(where):
             try:
