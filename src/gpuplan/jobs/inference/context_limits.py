@@ -25,6 +25,15 @@ VLLM_UNSCALED_ROPE = ("su", "longrope", "llama3")
 """rope types whose factor vLLM does not apply again (max_position_embeddings already counts it)."""
 VLLM_LONG_LEN_OVERRIDE_SINCE = (0, 5, 4)
 """The first vLLM release with VLLM_ALLOW_LONG_MAX_MODEL_LEN (absent from 0.5.3.post1's vllm/envs.py)."""
+VLLM_HF_OVERRIDES_SINCE = (0, 6, 4)
+"""The first vLLM release whose engine takes --hf-overrides (a JSON dict laid over config.json): vllm/engine/
+arg_utils.py@v0.6.4 L130 (EngineArgs.hf_overrides) and L514 (parser.add_argument('--hf-overrides')), from PR #5836
+'[Frontend][Core] Override HF config.json via CLI'; absent from 0.6.3.post1's arg_utils.py (both read in the
+PyPI sdists, s24)."""
+VLLM_ROPE_SCALING_ARG_SINCE = (0, 4, 3)
+"""The first vLLM release with --rope-scaling (a JSON dict for the config's rope_scaling): arg_utils.py@v0.4.3
+L339; absent from 0.4.2's (PyPI sdists, s24). Still in 0.6.4 (L503), so before VLLM_HF_OVERRIDES_SINCE it is the
+command-line way to scale RoPE."""
 
 
 def _length(value: Any) -> float | None:
@@ -102,14 +111,26 @@ def check_vllm_context(raw: dict[str, Any], derived: tuple[int, str] | None, spe
     override = ("unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1, which runs positions never trained" if
                 version >= VLLM_LONG_LEN_OVERRIDE_SINCE else "(no override before vLLM 0.5.4)")
     if spec.rotary and not _rope_entries(raw):  # vLLM scales its limit by a configured factor (the old note)
-        override += (f"; or configure RoPE scaling (e.g. YaRN factor {math.ceil(context / limit)} via rope_scaling "
-                     "in config.json or --hf-overrides)")
+        override += (f"; or configure RoPE scaling (e.g. YaRN factor {math.ceil(context / limit)} via "
+                     f"{rope_scaling_ways(version)})")
     rule = (f"vLLM refuses a max_model_len above {spec.name}'s {limit:,} ({key}) {override}; "
             "--engine sglang or trtllm answers it with a note")
     if prompt is not None:
         raise InputError("prompt", prompt, f"--prompt {prompt:,} + --output-tokens {output:,} = {context:,} tokens; "
                          f"at most {limit:,} in all: {rule}")
     raise InputError("context", context, f"must be at most {limit:,}: {rule}")
+
+
+def rope_scaling_ways(version: tuple[int, ...] | None) -> str:
+    """Where a vLLM ``version`` takes a rope_scaling (None: any release, the option's first one named): config.json
+    always, --hf-overrides from VLLM_HF_OVERRIDES_SINCE, --rope-scaling from VLLM_ROPE_SCALING_ARG_SINCE before it."""
+    if version is None:
+        return "rope_scaling in config.json or vLLM's --hf-overrides (from 0.6.4)"
+    if version >= VLLM_HF_OVERRIDES_SINCE:
+        return "rope_scaling in config.json or --hf-overrides"
+    if version >= VLLM_ROPE_SCALING_ARG_SINCE:
+        return "rope_scaling in config.json or --rope-scaling (no --hf-overrides before vLLM 0.6.4)"
+    return "rope_scaling in config.json (no --rope-scaling before vLLM 0.4.3)"
 
 
 def check_learned_context(spec: ModelSpec, context: int, prompt: int | None, output: int) -> None:
@@ -149,5 +170,5 @@ def context_notes(spec: ModelSpec, raw: dict[str, Any], context: int) -> list[st
                 "beyond it were never trained: expect quality loss; memory and speed are shown as if it ran"]
     factor = math.ceil(context / limit)
     return [f"{head}: vLLM refuses max_model_len above it unless RoPE scaling is configured (e.g. YaRN "
-            f"factor {factor} via rope_scaling in config.json or --hf-overrides); scaling changes no memory or "
+            f"factor {factor} via {rope_scaling_ways(None)}); scaling changes no memory or "
             "FLOPs formula here (KV grows linearly, attention FLOPs with the context) but may cost quality"]
