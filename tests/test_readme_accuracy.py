@@ -115,3 +115,42 @@ def test_readme_gpu_hours_split_by_revision_is_the_accuracy_table():
                      rf"the {untouched[0]} untouched \([^)]*\) ([\d.]+)% \(max ([\d.]+)%, bias ([−+][\d.]+)%\)")
     assert quoted == pytest.approx((revised[1], revised[2], revised[3], untouched[1], untouched[2], untouched[3]),
                                    abs=0.05)
+
+
+
+INF, SRV = "inference: ", "memory, serving "
+
+
+@pytest.mark.parametrize("pattern, kind, fields", [
+    # README's words; the docs/accuracy.md kind (its name's start); what README's groups are, in order
+    (r"Held out on (\d+) vLLM start-up logs \([^)]*\): KV capacity ([\d.]+)% mean \([^)]*?, max ([\d.]+)%",
+     INF + "KV capacity (tokens), vLLM (held out)", ("count", "mean", "max")),
+    (r"\), weights ([\d.]+)%, activation peak", SRV + "(vLLM): weights (held out)", ("mean",)),
+    (r"activation peak ([\d.]+)%, non-torch", SRV + "(vLLM): activation peak (held out)", ("mean",)),
+    (r"non-torch memory ([\d.]+)% \(", SRV + "(vLLM): non-torch memory (held out)", ("mean",)),
+    (r"CUDA-graph estimate ([\d.]+)% on (\d+) logs", SRV + "(vLLM): CUDA-graph estimate (held out)",
+     ("mean", "count")),
+    (r"([\d.]+)% on (\d+), max ([\d.]+)%, with the one excluded log scored",
+     SRV + "(vLLM): CUDA-graph estimate (held out, excluded rows scored)", ("mean", "count", "max")),
+    (r"SGLang KV capacity ([\d.]+)% \((\d+) logs, max ([\d.]+)%\)", INF + "KV capacity (tokens), SGLang (held out)",
+     ("mean", "count", "max")),
+    (r"its v0\.9\.0 table, held out, is ([\d.]+)% mean \((\d+) rows, max ([\d.]+)%",
+     INF + "static-batch throughput (output tokens/s per GPU), TensorRT-LLM (held out)", ("mean", "count", "max")),
+    (r"first-token latency ([\d.]+)% \((\d+) rows, max ([\d.]+)%",
+     INF + "time to first token (s) at batch 1, TensorRT-LLM (held out)", ("mean", "count", "max")),
+    (r"`benchmark_latency` runs ([\d.]+)% \((\d+) A100 rows",
+     INF + "batch latency (s), prefill + decode, vLLM (held out)", ("mean", "count")),
+    (r"V0\) and ([\d.]+)% \((\d+) Llama-3\.3-70B TP 4 H100 rows\)",
+     INF + "batch latency (s), prefill + decode, vLLM (held out; H100 form factor", ("mean", "count")),
+    (r"speculative-decoding speed-ups ([\d.]+)% mean on the (\d+) held-out EAGLE rows",
+     INF + "speculative-decoding speedup at batch 1, vLLM (held out)", ("mean", "count")),
+])
+def test_readme_serving_figures_are_the_accuracy_table(pattern, kind, fields):
+    """The serving accuracy README quotes (memory split, KV capacity, TensorRT-LLM and vLLM speeds, speculation), each
+    against its docs/accuracy.md kind, to the table's one decimal (README's 'max 26%' is the table's 26.0%). Session 24
+    (helper UX) found these twelve quoted with no test holding them (all matched the table then)."""
+    (name,) = [k for k in KINDS if k == kind or k.startswith(kind)]  # exactly one kind: the plain name, or one tail
+    count, mean, worst = KINDS[name][:3]
+    table = {"count": count, "mean": mean, "max": worst}
+    said = _quoted(pattern)
+    assert said == pytest.approx(tuple(table[f] for f in fields), abs=0.05), (name, said)
