@@ -55,6 +55,27 @@ def test_fits_line_agrees_with_capacity(kw):
         assert any("fit" in note for note in r["notes"])
 
 
+# --- defect 2: with a speculative proposer the KV line and vLLM's log disagreed with their own parts ---
+
+def test_speculative_proposer_kv_is_named_and_logged_whole():
+    """Llama-3.1-8B + an EAGLE head (one Llama layer: 2 x 8 KV heads x 128 x 2 B = 4,096 B a token against the
+    target's 131,072) on an H100, vllm==0.29: the pool usable - weights - activations - runtime is shared block for
+    block, so the target keeps 131,072 / 135,168 = 32/33 of it. vLLM V1 logs the whole pool, requested - non-KV
+    memory (gpu_worker.py determine_available_memory; the drafter's layers are in get_kv_cache_spec): the log said
+    the target's 53.78 GiB beside requested 72.82 and non-KV 17.35 GiB (55.46 now). 'needed' for one 4,096-token
+    sequence carries the proposer's KV too: 4,096 x 131,072 x 33/32 = 553,648,128 B."""
+    rep = estimate_inference(InferenceInputs(model="llama-3.1-8b", gpu="h100", speculative="eagle", search=False))
+    r = rep.to_dict()["results"]
+    pool = r["usable"] - r["weights"] - r["activations"] - r["runtime"]
+    assert r["log_kv"] == pytest.approx(pool, rel=1e-12)
+    assert r["log_kv"] == pytest.approx(r["log_requested"] - r["log_profile"], rel=1e-12)
+    assert r["kv_budget"] == pytest.approx(pool * 32 / 33, rel=1e-12)
+    assert r["kv_tokens"] == int(r["kv_budget"] / 131_072) // 16 * 16
+    assert r["needed"] == pytest.approx(r["weights"] + r["activations"] + r["runtime"] + 553_648_128, rel=1e-12)
+    kv_line = rep.line("kv_budget")
+    assert "proposer's KV cache 1.80 GB" in kv_line.formula  # 59.55 GB x 1/33
+
+
 # --- relations that held over the sweep, kept as guards ---
 
 SHARE = {"vllm": "gpu_memory_utilization", "sglang": "mem_fraction_static", "trtllm": "free_gpu_memory_fraction"}

@@ -51,7 +51,9 @@ def memory_section(plan: Plan, m: M.Memory, batch: int, per_sequence: float, hel
     KV budget holds the batch, max_sequences >= batch; TensorRT-LLM's budget is a fraction of the free memory, so
     'needed <= visible' alone printed 'fits: yes' beside 'only 305 sequences fit, not 318', A8 w14)."""
     engine = plan.setup.runtime.engine
-    needed = charged(m, engine) + batch * per_sequence
+    # a proposer's cache grows with the target's, token for token (memory.draft_kv_share): its share rides along
+    draft_per_target = m.draft_kv / m.kv_budget if m.draft_kv > 0 and m.kv_budget > 0 else 0.0
+    needed = charged(m, engine) + batch * per_sequence * (1 + draft_per_target)
     fits = needed <= m.usable and held
     if engine == "sglang":
         usable = Line("usable", f"weights + KV pool at mem_fraction_static {m.fraction:.3f}", m.usable, "bytes",
@@ -74,7 +76,7 @@ def memory_section(plan: Plan, m: M.Memory, batch: int, per_sequence: float, hel
              runtime_split(m)),
         Line("kv_budget", "left for the KV cache", max(m.kv_budget, 0.0), "bytes", _left(m.kv_budget),
              {"sglang": "usable - weights", "trtllm": "fraction x (visible - weights - activations - runtime)"}.get(
-                 engine, "usable - weights - activations - runtime")),
+                 engine, "usable - weights - activations - runtime") + _draft_kv_text(m)),
         Line("engine_headroom", "left unused by the engine's rule", max(m.headroom, 0.0), "bytes",
              gb(max(m.headroom, 0.0)),
              {"sglang": "(1 - mem_fraction_static) of it; activations and CUDA graphs come out of it",
@@ -83,12 +85,20 @@ def memory_section(plan: Plan, m: M.Memory, batch: int, per_sequence: float, hel
                  + ("" if m.graphs_counted else "; CUDA graphs are captured out of it"))),
         Line("needed", f"needed for {plural(batch, 'sequence')} at {plan.context:,} tokens", needed, "bytes", gb(needed),
              "weights + KV of the batch (the runtime is outside the pool)" if engine == "sglang" else
-             "weights + activations + KV of the batch" + (" + runtime" if m.counts_runtime else "")),
+             "weights + activations + KV of the batch" + (" + runtime" if m.counts_runtime else "")
+             + (" (with the proposer's KV)" if draft_per_target else "")),
         Line("fits", "fits", fits, "", "yes" if fits else "NO" + (" (weights alone exceed it)"
                                                                   if m.weights > m.usable and not slots_fill_it(m)
                                                                   else " (weights and LoRA slots exceed it)"
                                                                   if m.weights > m.usable else "")),
     ))
+
+
+def _draft_kv_text(m: M.Memory) -> str:
+    """The speculative proposer's KV cache, taken out of the budget the line above names (Memory.kv_budget is the
+    target's share): the line printed 'usable - weights - activations - runtime' beside a value 1.81 GB below it
+    (llama-3.1-8b --speculative eagle on an H100, helper MS s24)."""
+    return f", less the proposer's KV cache {gb(m.draft_kv)} (its share, token for token)" if m.draft_kv > 0 else ""
 
 
 def charged(m: M.Memory, engine: str) -> float:
@@ -188,6 +198,9 @@ def _vllm_log(plan: Plan, m: M.Memory, kv_tokens: int) -> list[Line]:
               f"Graph capturing finished, took ~{_gib(m.cuda_graphs)} GiB (after the KV cache is sized: out of "
               "the headroom)")
     kv = max(m.kv_budget, 0.0)
+    # V1 logs requested - non-KV memory: the one pool the target's and a proposer's layers share (gpu_worker.py
+    # determine_available_memory; get_kv_cache_spec lists the drafter's layers too), not the target's share
+    pool = max(m.kv_budget + m.draft_kv, 0.0)
     if rel.version < VLLM_V1_SINCE:
         if rel.version < VLLM_GRAPHS_SINCE:
             graphs = "(none: eager until vLLM 0.2.6, PR 1926)"
@@ -205,7 +218,7 @@ def _vllm_log(plan: Plan, m: M.Memory, kv_tokens: int) -> list[Line]:
     return [Line("log_weights", "weights", m.weights, "bytes", f"Model loading took {_gib(m.weights)} GiB memory"),
             *split,
             Line("log_graphs", "CUDA graphs", m.cuda_graphs, "bytes", graphs, _graph_note(rel.version, m)),
-            Line("log_kv", "available KV cache memory", kv, "bytes", f"Available KV cache memory: {_gib(kv)} GiB"),
+            Line("log_kv", "available KV cache memory", pool, "bytes", f"Available KV cache memory: {_gib(pool)} GiB"),
             Line("log_kv_tokens", "GPU KV cache size", kv_tokens, "tokens", f"GPU KV cache size: {kv_tokens:,} tokens"),
             _concurrency(plan, kv_tokens), *_v1_choices(m)]
 
