@@ -192,3 +192,19 @@ def test_python_api_mapping_with_a_key_not_text_is_refused_naming_it(estimate, k
     with pytest.raises(InputError) as caught:
         getattr(gpuplan, estimate)({"model": "llama-3.1-8b", key: 2})
     assert caught.value.field == repr(key) and "field names are text" in caught.value.expected
+
+
+# ---- 8. --json beside an explicit --format table --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("args", [("train", "--tokens", "1B"), ("catalog", "gpus"), ("campaign", "examples/olmo3-7b-campaign.yaml")])
+@pytest.mark.parametrize("order", ["json first", "format first"])
+def test_json_beside_an_explicit_format_table_is_refused(run_cli, args, order):
+    """`--json --format table` printed JSON, nothing said, where `--json --format csv` / `markdown` are refused as
+    two answers asked for: table is the default, so the check could not tell it was typed. Typed, it is refused as
+    the others are; `--json` alone and `--json --format json` still print JSON."""
+    flags = ("--json", "--format", "table") if order == "json first" else ("-f", "table", "--json")
+    field_refusal(run_cli(*args, *flags), "format", "--json asks for JSON; give --json or --format table, not both")
+    for same in (("--json",), ("--json", "--format", "json")):
+        code, out, err = run_cli(*args, *same)
+        assert code == 0 and out.lstrip().startswith("{"), err

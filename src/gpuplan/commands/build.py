@@ -107,9 +107,18 @@ def format_options(with_full: bool = True) -> list[click.Option]:
 
 
 def check_format(fmt: str, as_json: bool) -> None:
-    """--json with --format markdown asks for two answers: refused (every command, before any work)."""
-    if as_json and fmt not in ("table", "json"):
+    """--json with --format markdown asks for two answers: refused (every command, before any work); so is --json
+    beside a typed --format table (the default, so not told apart before: it printed JSON, hostile wave 27)."""
+    if as_json and (fmt not in ("table", "json") or fmt == "table" and _typed("fmt")):
         raise InputError("format", fmt, f"--json asks for JSON; give --json or --format {fmt}, not both")
+
+
+def _typed(param: str) -> bool:
+    """Whether the running command's ``param`` was given on the command line (not its default)."""
+    from click.core import ParameterSource
+
+    ctx = click.get_current_context(silent=True)
+    return ctx is not None and ctx.get_parameter_source(param) is ParameterSource.COMMANDLINE
 
 
 def on_terminal() -> bool:
