@@ -74,3 +74,77 @@ def test_a_priced_and_an_unpriced_stage_give_no_partial_money_total():
     h100 = estimate_budget({"model": "llama-3.1-8b", "mfu": 0.4, "tokens": "10B", "gpus": 64, "gpu": "h100"})
     assert h100.value("cost_on_demand_usd") > 0  # that stage alone is priced
     assert t.gpu_hours > h100.value("cost_gpu_hours_on_demand")
+
+
+# ---- relations the sweep found holding, on one ask each ----------------------------------------------------------------
+
+H100_PEAK = 989.4e12
+"""NVIDIA H100 SXM5 dense BF16 peak, FLOP/s (catalog hardware h100-sxm; NVIDIA H100 data sheet 989.4 TFLOPS)."""
+ASK = {"model": "llama-3.1-8b", "gpu": "h100", "gpus": 64, "tokens": "1T"}
+
+
+def _pinned(report, **extra):
+    """The ask again on the layout ``report`` chose (its degrees and batch given), at the article's MFU 0.4."""
+    layout = report.value("mem_layout")
+    degrees = {k: layout[k] for k in ("tp", "pp", "vpp", "cp", "ep", "zero", "micro_batch", "recompute",
+                                      "global_batch")}
+    return estimate_budget({**ASK, **degrees, "mfu": 0.4, **extra})
+
+
+def test_gpu_hours_scale_exactly_with_the_tokens_on_one_layout():
+    """6 N D / (GPUs x peak x MFU) at a fixed layout: twice the tokens, exactly twice the failure-free GPU-hours; with
+    failures and checkpoints (interruptions grow with the run) never fewer. By hand: 6 x 8,030,261,248 x 1e12 /
+    (989.4e12 x 0.4) / 3,600 x 1.2 (the 20% comm allowance) = 40,581.5 GPU-hours for 1T, 81,162.9 for 2T."""
+    first = estimate_budget({**ASK, "mfu": 0.4})
+    one, two = _pinned(first), _pinned(first, tokens="2T")
+    hand = 6 * LLAMA_31_8B * 1e12 / (H100_PEAK * 0.4) / 3600 * 1.2
+    assert hand == pytest.approx(40_581.5, abs=0.1)
+    assert one.value("gpu_hours_with_comm") == pytest.approx(hand, rel=1e-9)
+    assert two.value("gpu_hours_with_comm") == pytest.approx(2 * hand, rel=1e-9)
+    assert two.value("cost_gpu_hours_on_demand") >= 2 * one.value("cost_gpu_hours_on_demand")
+    assert one.value("mem_layout") == first.value("mem_layout")
+
+
+def test_hours_price_and_budget_agree_in_one_answer():
+    """GPU-hours = GPUs x wall-clock hours; cost = GPU-hours (with failures) x the price given; the budget = the
+    failure-free hours + restarts, tuning and evaluation (5% each of those hours) + the hours failures lose.
+    By hand at --price 2.50: 40,581.5 x 1.15 = 46,668.7 GPU-hours before the failures' own share."""
+    r = estimate_budget({**ASK, "mfu": 0.4, "price": 2.5})
+    hours = r.value("gpu_hours_with_comm")
+    assert hours == pytest.approx(64 * r.value("wall_days_with_comm") * 24, rel=1e-12)
+    assert r.value("cost_on_demand_usd") == pytest.approx(2.5 * r.value("cost_gpu_hours_on_demand"), rel=1e-12)
+    lost = r.value("cost_gpu_hours_on_demand") - hours
+    assert 0 < lost < 0.01 * hours
+    assert r.value("budget_gpu_hours") == pytest.approx(hours * 1.15 + lost, rel=1e-9)
+    assert hours * 1.15 == pytest.approx(46_668.7, abs=0.1)
+    assert r.value("budget_gpu_hours") >= r.value("cost_gpu_hours_on_demand")
+
+
+def test_plans_top_row_is_trains_predicted_answer():
+    """`plan` and `train --mfu predicted` of one ask stand on one evaluated layout: the same layout, step time, MFU,
+    GPU-hours and days (DESIGN.md: 'A plan is one evaluated layout')."""
+    from gpuplan import plan_report
+
+    train = estimate_budget({**ASK, "mfu": "predicted"})
+    plan = plan_report(ASK)
+    assert plan.value("best_step_seconds") == pytest.approx(train.value("io_step_seconds"), rel=1e-12)
+    assert plan.value("best_mfu") == pytest.approx(train.value("mfu"), rel=1e-12)
+    assert plan.value("best_gpu_hours") == pytest.approx(train.value("gpu_hours_with_comm"), rel=1e-12)
+    assert plan.value("best_days") == pytest.approx(train.value("wall_days_with_comm"), rel=1e-12)
+    assert plan.value("best_layout") in train.line("mem_layout").display
+
+
+def test_memory_of_trains_layout_is_trains_figure_and_falls_with_tp():
+    """`memory` of the layout train chose prints train's per-GPU figure and says it fits; doubling tp at the same
+    dp (twice the GPUs) never needs more per GPU."""
+    from gpuplan import estimate_memory
+
+    train = estimate_budget({**ASK, "mfu": 0.4})
+    layout = train.value("mem_layout")
+    ask = {"model": "llama-3.1-8b", "gpu": "h100", **{k: layout[k] for k in (
+        "gpus", "tp", "pp", "vpp", "cp", "ep", "zero", "micro_batch", "recompute", "global_batch")}}
+    same = estimate_memory(ask)
+    assert same.value("fits") is True
+    assert same.value("peak_total") == pytest.approx(train.value("mem_peak_total"), rel=1e-12)
+    wider = estimate_memory({**ask, "tp": 2 * layout["tp"], "gpus": 2 * layout["gpus"]})
+    assert wider.value("peak_total") < same.value("peak_total")
