@@ -208,3 +208,23 @@ def test_json_beside_an_explicit_format_table_is_refused(run_cli, args, order):
     for same in (("--json",), ("--json", "--format", "json")):
         code, out, err = run_cli(*args, *same)
         assert code == 0 and out.lstrip().startswith("{"), err
+
+
+# ---- 9. a YAML plan file written as JSON: a character past U+FFFF as a surrogate pair --------------------------------
+
+
+def test_yaml_surrogate_pair_escape_reads_as_json_reads_it(run_cli, client, tmp_path):
+    """json.dumps writes '🚀' as "\\ud83d\\ude80"; JSON is YAML, but PyYAML kept two lone surrogates, so a campaign
+    file written as JSON refused the stage name ('must be text of 1 to 64 printable characters') that POST
+    /api/campaign took. Read as one character at both doors; a lone surrogate is still refused at both."""
+    import json
+
+    doc = {"model": "llama-3.1-8b", "gpu": "h100", "mfu": 0.4, "stages": [{"name": "🚀", "tokens": "1B", "gpus": 8}]}
+    plan = tmp_path / "c.yaml"
+    plan.write_text(json.dumps(doc), encoding="utf-8")
+    assert "\\ud83d\\ude80" in plan.read_text(encoding="utf-8")
+    code, out, err = run_cli("campaign", str(plan), "--json")
+    assert code == 0 and json.loads(out)["stages"][0]["name"] == "🚀", err
+    assert client.post("/api/campaign", json=doc).json()["stages"][0]["name"] == "🚀"
+    plan.write_text(json.dumps(doc).replace("\\ud83d\\ude80", "\\ud83d"), encoding="utf-8")
+    field_refusal(run_cli("campaign", str(plan)), f"{plan}: stages[0].name", "printable characters")
