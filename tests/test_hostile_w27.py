@@ -228,3 +228,27 @@ def test_yaml_surrogate_pair_escape_reads_as_json_reads_it(run_cli, client, tmp_
     assert client.post("/api/campaign", json=doc).json()["stages"][0]["name"] == "🚀"
     plan.write_text(json.dumps(doc).replace("\\ud83d\\ude80", "\\ud83d"), encoding="utf-8")
     field_refusal(run_cli("campaign", str(plan)), f"{plan}: stages[0].name", "printable characters")
+
+
+# ---- 10. an option's value forgotten: the next option taken as its value --------------------------------------------
+
+
+@pytest.mark.parametrize("args, field, taken", [
+    (("serve", "--host", "--port", "8000"), "host", "--port"),
+    (("report", "examples/article-7b.yaml", "--markdown", "--out", "x.html"), "markdown", "--out"),
+    (("catalog", "models", "--filter", "--json"), "filter", "--json"),
+    (("train", "--model", "--json"), "model", "--json"),
+    (("train", "--gpus", "--no-compile"), "gpus", "--no-compile"),
+    (("infer", "--model", "llama-3.1-8b", "--rps", "-h"), "rps", "-h"),
+])
+def test_an_option_taken_as_the_value_of_the_one_before_is_named(run_cli, args, field, taken):
+    """An option written with its value forgotten takes the next option as its value: `serve --host --port 8000` was
+    told "arguments: got '8000'; not expected", `catalog models --filter --json` listed 0 models (exit 0), `report
+    ... --markdown --out x.html` "arguments: got 'x.html'". The line names the option whose value is missing."""
+    err = field_refusal(run_cli(*args), field, f"is an option of `gpuplan")
+    assert f"got '{taken}'" in err and "give " in err
+
+
+def test_a_value_that_only_looks_like_an_option_is_still_read(run_cli):
+    """A negative number or a word with dashes is no option name: refused by the field as before."""
+    field_refusal(run_cli("train", "--gpus", "-8"), "gpus", "must be a positive")

@@ -56,8 +56,20 @@ def schema_options(schema: type, skip: tuple[str, ...] = ()) -> list[click.Optio
                                         help=help_text))
         else:
             options.append(click.Option([flag_name(name), name], type=str, default=None, help=help_text,
-                                        metavar=_metavar(info)))
+                                        metavar=_metavar(info), callback=not_an_option))
     return options
+
+
+def not_an_option(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+    """Refuse a value that is one of the command's own options: its value forgotten, an option took the next option
+    as its value (`serve --host --port 8000` was told "arguments: got '8000'; not expected", `catalog models --filter
+    --json` listed 0 models; hostile wave 27). A negative number or other text starting with '-' is left to the field."""
+    if isinstance(value, str) and value.startswith("-") and any(value.split("=", 1)[0] in (
+            *p.opts, *getattr(p, "secondary_opts", ()), *ctx.help_option_names) for p in ctx.command.params):
+        flag = param.opts[0]
+        raise InputError(param.name or flag, value, f"is an option of `{ctx.command_path}`, not a value: give {flag} "
+                         f"its value ({flag} VALUE), then {value}")
+    return value
 
 
 def _metavar(info: Any) -> str:
