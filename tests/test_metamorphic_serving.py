@@ -172,3 +172,24 @@ def test_sizing_meets_its_own_targets_and_grows_with_the_rate(engine):
         gpus = c["tp"] * c["replicas"]
         assert gpus >= prev
         prev = gpus
+
+
+# --- defect 3: a sizing row's printed rate x its replicas fell short of the rate asked ---
+
+def test_printed_rates_below_one_keep_three_figures():
+    """rate_text printed two decimals down to 0.01: 0.0527 requests/s a replica read '0.05', 5% low."""
+    from gpuplan.jobs.inference.sizing_text import rate_text
+    assert rate_text(0.0527) == "0.0527" and rate_text(0.34261) == "0.343" and rate_text(0.54) == "0.54"
+    assert rate_text(1.004) == "1.00" and rate_text(12.5) == "12.50"
+
+
+def test_sizing_rows_carry_the_rate_as_printed():
+    """Every row of 'Configurations meeting the target': replicas x the printed requests/s a replica >= the rate
+    asked, to the printed rounding (3 figures: 0.5%). Llama-3.1-8B at 1 request/s under SGLang printed A10G
+    'tp 4, 19 replicas, 0.05' (19 x 0.05 = 0.95 < 1; 0.0527 a replica)."""
+    rep = estimate_inference(InferenceInputs(model="llama-3.1-8b", gpu="h100", engine="sglang", rps=1,
+                                             ttft_p99="1s", tpot="50ms", search=False)).to_dict()
+    rows = next(v for k, v in rep["tables"].items() if k.startswith("Configurations meeting"))
+    assert len(rows) > 5
+    for row in rows:
+        assert int(row["replicas"]) * float(row["req/s per replica"].replace(",", "")) >= 1 * 0.995, row

@@ -413,7 +413,7 @@ def sizing_table(configs: list[SizedConfig]) -> Table:
         if c.gpu.id in seen:
             continue
         seen.add(c.gpu.id)
-        rows.append((c.gpu.id, f"tp {c.tp}", f"{c.replicas}", f"{c.gpus}", f"{c.replica.rate:,.2f}",
+        rows.append((c.gpu.id, f"tp {c.tp}", f"{c.replicas}", f"{c.gpus}", rate_text(c.replica.rate),
                      _ms(c.replica.ttft_p99), _ms(c.replica.tpot),
                      "n/a" if c.cost_per_hour is None else format_usd(c.cost_per_hour, 2)))
     return Table("Configurations meeting the target (cheapest TP per GPU type)",
