@@ -252,3 +252,32 @@ def test_an_option_taken_as_the_value_of_the_one_before_is_named(run_cli, args, 
 def test_a_value_that_only_looks_like_an_option_is_still_read(run_cli):
     """A negative number or a word with dashes is no option name: refused by the field as before."""
     field_refusal(run_cli("train", "--gpus", "-8"), "gpus", "must be a positive")
+
+
+# ---- 11. report's inference: mapping: a null, a serving-only field given twice ----------------------------------------
+
+
+@pytest.mark.parametrize("text, field, fragment", [
+    ("inference: {tp: null}\n", "inference.tp", "give a value, or leave the key out"),
+    ("inference:\n  batch:\n", "inference.batch", "give a value, or leave the key out"),
+    ("batch: 4\ninference: {batch: 8}\n", "inference.batch", "given twice"),
+    ("quantization: fp8\ninference: {quantization: fp8}\n", "inference.quantization", "given twice"),
+])
+def test_report_inference_mapping_null_or_twice_is_refused(run_cli, tmp_path, text, field, fragment):
+    """`inference: {tp: null}` was the default in disguise (a top-level `tp: null` is refused); `batch: 4` beside
+    `inference: {batch: 8}` served 8, nothing said: a serving-only field belongs in one place. Nothing is written."""
+    plan = tmp_path / "p.yaml"
+    plan.write_text("model: llama-3.1-8b\ngpu: h100\ntokens: 1B\ngpus: 8\ncontext: 4096\n" + text, encoding="utf-8")
+    out = tmp_path / "r.html"
+    field_refusal(run_cli("report", str(plan), "--no-plots", "--out", str(out), "--sections", "inference"),
+                  f"{plan}: {field}", fragment)
+    assert not out.exists()
+
+
+def test_report_inference_mapping_still_sets_the_serving_layout(run_cli, tmp_path):
+    plan = tmp_path / "p.yaml"
+    plan.write_text("model: llama-3.1-8b\ngpu: h100\ntokens: 1B\ngpus: 8\nbatch: 4\ninference: {tp: 2}\n",
+                    encoding="utf-8")
+    code, _, err = run_cli("report", str(plan), "--no-plots", "--out", str(tmp_path / "r.html"),
+                           "--sections", "inference")
+    assert code == 0, err

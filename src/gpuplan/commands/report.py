@@ -24,6 +24,21 @@ HELP = (
 )
 
 
+def _check_nested(nested: dict[str, Any], data: dict[str, Any], serving_only: set[str], where: str) -> None:
+    """The ``inference:`` mapping as a top-level key is checked (hostile wave 27): a null is not the default in
+    disguise (`inference: {tp: null}` served the default where a top-level `tp: null` is refused), and a serving-only
+    field is given in one place (`batch: 4` beside `inference: {batch: 8}` served 8, nothing said)."""
+    from gpuplan.errors import InputError
+
+    for key, value in nested.items():
+        if value is None:
+            raise InputError(f"{where}: inference.{key}", "null", "give a value, or leave the key out for the default")
+        if key in serving_only and key in data:
+            raise InputError(f"{where}: inference.{key}", value, f"is given twice, also at the top level "
+                             f"({data[key]}); a serving-only field goes in one place (inference: is for the serving "
+                             "values of fields training reads too: tp, pp, gpus)")
+
+
 def reports_for_plan(data: dict[str, Any], where: str, sections: str | tuple[str, ...] | None = None) -> list:
     """Run each section's job on the plan-file fields its schema takes; InputError on unknown
     fields (naming them) or bad values."""
@@ -42,6 +57,7 @@ def reports_for_plan(data: dict[str, Any], where: str, sections: str | tuple[str
     fields = {name: set(JOBS[name].schema.model_fields) for name in (*TRAINING_SECTIONS, "inference")}
     training = set().union(*(fields[name] for name in TRAINING_SECTIONS))
     serving_only = fields["inference"] - training
+    _check_nested(nested or {}, data, serving_only, where)
     unknown = sorted(set(data) - training - serving_only)
     if CAMPAIGN_KEY in unknown:  # a campaign file: named with what runs it (schema.base), not as an unknown field
         from gpuplan.schema.base import campaign_refusal
