@@ -131,7 +131,7 @@ def recommendation(plan: Plan, inputs: PlanInputs, result: PlanSearch, i: int,
     mfu = plan.mfu / (float(t["ramp_factor"][i]) if ramp else 1.0)
     return (
         Line("best_layout", "your layout (best with the degrees given)" if inputs.layout_given else "best layout",
-             plan.text(), text=f"{plural(plan.gpus, 'GPU')}, {plan.text()}: {t['days'][i]:,.1f} days, MFU {mfu:.1%}",
+             plan.text(), text=f"{plural(plan.gpus, 'GPU')}, {plan.text()}: {format_duration(days * SECONDS_PER_DAY)}, MFU {mfu:.1%}",
              formula=f"ranked by {RANKED[rank_by_of(inputs)]}"),
         Line("best_gpus", "GPUs used", plan.gpus, "GPUs", f"{plan.gpus:,}"),
         Line("idle_gpus", "GPUs left idle", idle, "GPUs", f"{idle:,} of {plan.gpus_asked:,}" if idle else "none",
@@ -157,7 +157,8 @@ def recommendation(plan: Plan, inputs: PlanInputs, result: PlanSearch, i: int,
              f"{plan.global_batch:,} sequences x {inputs.seq_len:,} tokens"),
         # failure-free, as the layouts table's; the Cost section bills the expected wall-clock with failures
         Line("best_gpu_hours", "GPU-hours, failure-free", hours, "GPU-hours", format_gpu_time(hours),
-             "GPUs used x wall-clock", *band(hours)),
+             "GPUs used x wall-clock" + (f" (the {plan.gpus:,} used; renting all {plan.gpus_asked:,} bills "
+                                         f"{signed_percent(plan.gpus_asked / plan.gpus - 1)})" if idle else ""), *band(hours)),
         Line("best_cost", "cost, failure-free", cost, "USD", NO_PRICE_TEXT if cost is None else format_usd(cost),
              f"GPU-hours x price; {result.price_source}", *(band(cost) if cost is not None else (None, None))),
         Line("best_peak_bytes", "peak memory per GPU", plan.total_bytes, "bytes", format_bytes(plan.total_bytes),
