@@ -148,3 +148,59 @@ def test_memory_of_trains_layout_is_trains_figure_and_falls_with_tp():
     assert same.value("peak_total") == pytest.approx(train.value("mem_peak_total"), rel=1e-12)
     wider = estimate_memory({**ask, "tp": 2 * layout["tp"], "gpus": 2 * layout["gpus"]})
     assert wider.value("peak_total") < same.value("peak_total")
+
+
+# ---- plan's search and the single layout time the MoE copies alike ------------------------------------------------------
+
+MIXTRAL_FP8 = {"model": "mixtral-8x7b", "gpu": "mi300x", "gpus": 200, "tokens": "1.44T", "seq_len": 32768,
+               "framework": "megatron", "recompute": "selective", "dtype": "fp8"}
+"""The sweep's ask: its best layout dp50 cp4 ep2 ZeRO-3 mb3 holds 8 / 2 = 4 experts a rank, so Megatron-Core's
+alltoall dispatcher sorts the routed tokens, and FP8 pads them (Fp8Padding): two sets of copies (core.time.moe_layer)."""
+
+
+def test_plans_search_charges_the_moe_sorts_and_the_fp8_padding_as_the_single_layout_does():
+    """`plan` printed 17.04 days and 81,784 GPU-hours (the search table's step, 5.025 s) beside a step time of
+    5.048 s, while `train --mfu predicted` of the same ask printed 17.12 days and 82,156 GPU-hours: the one
+    formula (core.time.moe_layer.stage_expert_kernel_seconds) ran on arrays in the search, where
+    ``sorts = ... and local > 1`` is a numpy bool and ``sorts + pads`` a logical or (True + True = True): one set of
+    copies charged instead of two. Now both paths count 2.
+
+    By hand, one set of copies a layer and micro-batch: (2 forward + 2 backward) kernels, each moving
+    2 x tokens x top-k x hidden x 2 B = 2 x 24,576 (3 x 32,768 / cp 4) x 2 x 4,096 x 2 = 805,306,368 B at
+    5.3 TB/s x 0.89 (memory_kernels.HBM_STREAM_EFFICIENCY) plus 7.84 us launch: 4 x 178.57 us = 714.27 us; x 32
+    MoE layers = 0.022857 s a step, the gap the search left out."""
+    from dataclasses import replace
+
+    import numpy as np
+
+    from gpuplan.core.time.moe_layer import stage_expert_kernel_seconds
+    from gpuplan.jobs.plan.schema import PlanInputs
+    from gpuplan.jobs.plan.search import evaluator_for
+
+    one = 7.84e-6 + 2 * 24_576 * 2 * 4096 * 2 / (5.3e12 * 0.89)
+    assert 32 * 4 * one == pytest.approx(0.022857, abs=1e-6)
+    ev = evaluator_for(PlanInputs(**{k: v for k, v in MIXTRAL_FP8.items() if k != "tokens"}))
+    settings = ev.step_settings("selective")
+    args = (ev.spec, settings)
+    tail = ("tensorwise", 24_576.0, 5.3e12)
+    scalar = stage_expert_kernel_seconds(*args, 2.0, 32, *tail)
+    array = stage_expert_kernel_seconds(*args, np.array([2.0, 8.0]), 32, *tail)  # 4 experts a rank, then 1
+    flex = stage_expert_kernel_seconds(ev.spec, replace(settings, ep_dispatcher="flex"), 2.0, 32, *tail)  # DeepEP: no sorts, the padding only
+    assert float(array[0]) == pytest.approx(scalar, rel=1e-12)
+    assert scalar - flex == pytest.approx(32 * 4 * one, rel=1e-9)  # the sorts' set of copies
+    assert float(array[1]) < float(array[0])  # one expert a rank: no sorts
+
+
+def test_plans_top_row_days_are_trains_for_an_fp8_moe_ask():
+    """The user-visible relation: plan's best layout, step, days and GPU-hours are train --mfu predicted's."""
+    from gpuplan import plan_report
+
+    train = estimate_budget({**MIXTRAL_FP8, "mfu": "predicted"})
+    plan = plan_report(MIXTRAL_FP8)
+    assert plan.value("best_layout") in train.line("mem_layout").display
+    assert plan.value("best_step_seconds") == pytest.approx(train.value("io_step_seconds"), rel=1e-12)
+    assert plan.value("best_days") == pytest.approx(train.value("wall_days_with_comm"), rel=1e-9)
+    assert plan.value("best_gpu_hours") == pytest.approx(train.value("gpu_hours_with_comm"), rel=1e-9)
+    # 1.44e12 / (150 x 32,768) = 292,968.75 steps of the layout's step
+    assert train.value("wall_days_with_comm") * 86400 == pytest.approx(
+        1.44e12 / (150 * 32768) * train.value("io_step_seconds"), rel=1e-9)

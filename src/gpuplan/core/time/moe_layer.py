@@ -229,8 +229,11 @@ def stage_expert_kernel_seconds(spec, settings, ep, layers, recipe: str | None, 
         if settings.moe_expert_kernels == "per-expert" else (0.0, 0.0)
     if hbm_bytes_per_s > 0:
         sort_f, sort_b = alltoall_sort_seconds(tokens, spec.moe.experts_per_token, spec.hidden_size, hbm_bytes_per_s)
-        sorts = settings.ep_dispatcher == "alltoall" and local > 1
-        copies = sorts + pads_for_quantization(settings, recipe)  # the sorts' and the padding's copies match
+        # counted as numbers: with ``local`` an array (the planner's search) the comparison is a bool array, and
+        # numpy adds bools as a logical or (True + True is True), so the search charged one copy where the single
+        # layout charged two (the sorts and the padding together: FP8 alltoall, > 1 expert a rank; helper MT s24)
+        sorts = 1.0 * (local > 1) if settings.ep_dispatcher == "alltoall" else 0.0
+        copies = sorts + float(pads_for_quantization(settings, recipe))  # the sorts' and the padding's copies match
         forward, backward = forward + copies * sort_f, backward + copies * sort_b
     if settings.moe_expert_kernels == "fused" and recipe in FUSED_MLP_RECIPES and hbm_bytes_per_s > 0:
         saved_f, saved_b = fused_mlp_saved_seconds(tokens, spec.moe.experts_per_token, spec.moe.expert_intermediate_size,
