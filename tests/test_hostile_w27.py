@@ -281,3 +281,29 @@ def test_report_inference_mapping_still_sets_the_serving_layout(run_cli, tmp_pat
     code, _, err = run_cli("report", str(plan), "--no-plots", "--out", str(tmp_path / "r.html"),
                            "--sections", "inference")
     assert code == 0, err
+
+
+# ---- 12. a campaign's name: null ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("doc, field", [
+    ({"name": None, "stages": [{"tokens": "1B", "gpus": 8}]}, "name"),
+    ({"stages": [{"name": None, "tokens": "1B", "gpus": 8}]}, "stages[0].name"),
+])
+def test_campaign_name_null_is_refused_at_every_door(run_cli, client, tmp_path, doc, field):
+    """A stage's `name: null` was the default name in disguise at all three doors, and the campaign's own at the
+    Python API, where every other null of the document is refused ('give a value, or leave the key out')."""
+    import json
+
+    import gpuplan
+    from gpuplan import InputError
+
+    doc = {"model": "llama-3.1-8b", "gpu": "h100", "mfu": 0.4} | doc
+    plan = tmp_path / "c.yaml"
+    plan.write_text(json.dumps(doc), encoding="utf-8")
+    field_refusal(run_cli("campaign", str(plan)), f"{plan}: {field}", "give a value, or leave the key out")
+    web = client.post("/api/campaign", json=doc)
+    assert web.status_code == 422 and web.json()["message"].startswith(f"{field}: got 'null'; give a value"), web.text
+    with pytest.raises(InputError) as caught:
+        gpuplan.estimate_campaign(doc)
+    assert caught.value.field == field and "give a value" in caught.value.expected
