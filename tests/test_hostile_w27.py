@@ -307,3 +307,29 @@ def test_campaign_name_null_is_refused_at_every_door(run_cli, client, tmp_path, 
     with pytest.raises(InputError) as caught:
         gpuplan.estimate_campaign(doc)
     assert caught.value.field == field and "give a value" in caught.value.expected
+
+
+# ---- 13. ?lang= read as --lang reads it -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("lang", ["ZH", " zh ", "Zh"])
+def test_web_lang_is_read_as_the_cli_lang_is(run_cli, client, tmp_path, lang):
+    """`gpuplan report --lang ZH` is Chinese (a choice is read case-insensitively, schema.types.choice), where
+    `?lang=ZH` was refused 'must be one of en, zh': one word, read one way at both doors."""
+    out = tmp_path / "r.html"
+    assert run_cli("report", "examples/article-7b.yaml", "--no-plots", "--out", str(out), "--lang", lang)[0] == 0
+    body = {"model": "llama-3.1-8b", "gpu": "h100", "gpus": 8}
+    zh = client.post("/api/memory?lang=zh", json=body).json()
+    assert client.post(f"/api/memory?lang={lang}", json=body).json()["title"] == zh["title"] != \
+        client.post("/api/memory", json=body).json()["title"]
+    assert client.get(f"/api/catalog/gpus?lang={lang}").json()["title"] == \
+        client.get("/api/catalog/gpus?lang=zh").json()["title"]
+
+
+def test_web_lang_not_a_language_is_refused_as_the_cli_refuses_it(run_cli, client, tmp_path):
+    from helpers import web_refusal
+
+    cli = field_refusal(run_cli("report", "examples/article-7b.yaml", "--out", str(tmp_path / "r.html"),
+                                "--lang", "fr"), "lang")
+    web = web_refusal(client.post("/api/memory?lang=fr", json={"model": "llama-3.1-8b"}), "lang")
+    assert cli == f"error: {web}\n"

@@ -6,7 +6,7 @@ No ``from __future__ import annotations`` here: FastAPI reads the request model 
 generated endpoint from its annotation object.
 """
 
-from typing import Annotated, Any, Callable, Literal, Optional
+from typing import Annotated, Any, Callable, Optional
 
 from fastapi import APIRouter, Body, Query, Request
 from fastapi.responses import JSONResponse, Response
@@ -17,12 +17,13 @@ from gpuplan.web import service
 from gpuplan.jobs import JOBS, Job
 from gpuplan.errors import InputError
 from gpuplan.web.body import preview, read_body
-from gpuplan.schema.types import MAX_TEXT
+from gpuplan.schema.types import MAX_TEXT, choice
 from gpuplan.web.flight import flights_of
 from gpuplan.web.limits import CAMPAIGN_NARROWER, guarded
 from gpuplan.web.models import ErrorResponse, Health, ReportResponse, request_model
 
-Lang = Annotated[Literal["en", "zh"], Query(description="Language of labels and titles; numbers are unchanged.")]
+Lang = Annotated[choice("en", "zh"), Query(description="Language of labels and titles; numbers are unchanged.")]
+"""Read as `gpuplan report --lang` reads it (schema.types.choice: 'ZH' is zh; it was refused here, hostile wave 27)."""
 Filter = Annotated[Optional[str], Query(description=f"Case-insensitive text filter (at most {MAX_TEXT} characters, no "
                                                     "control characters: `gpuplan catalog --filter`'s own check, "
                                                     "jobs.catalog.schema.CatalogInputs).")]
