@@ -193,3 +193,45 @@ def test_sizing_rows_carry_the_rate_as_printed():
     assert len(rows) > 5
     for row in rows:
         assert int(row["replicas"]) * float(row["req/s per replica"].replace(",", "")) >= 1 * 0.995, row
+
+
+# --- defect 4: the one-GPU recommendation read vLLM's gpu_memory_utilization under every engine ---
+
+def test_sglang_recommendation_reads_its_own_rule():
+    """Qwen2.5-14B bf16, 8 x 8,192 tokens under SGLang: weights 14,770,033,664 x 2 = 29,540,067,328 B, KV 8 x 8,192
+    x 196,608 B (2 x 48 layers x 8 KV heads x 128 x 2 B) = 12,884,901,888 B. An L40S (48,305,799,168 B) gets SGLang's
+    fraction 0.851 (reserve 512 + 4,096 x 1.5 + 32 x 2 + 128 = 6,848 MiB of 46,068) of 48,305,799,168 - 0.85 GiB
+    = 40,331,543,944 B, 10.79 GB of KV after the weights: 6 sequences, not 8, yet '>= 48 GB' was recommended
+    (vLLM's 0.92 read instead). The 64 GB class (64e9 B; 61,035 MiB, fraction 0.888) holds it: (29,540,067,328 +
+    12,884,901,888) / 0.888 + 0.35 GiB context + 0.5 GiB driver reserve = 48,688,546,785 B."""
+    r = answer(model="qwen2.5-14b", engine="sglang", batch=8, context=8192)
+    assert r["recommended_gpu_memory_gb"] == 64
+    assert r["gpu_memory_needed"] == pytest.approx(48_688_546_784.6, rel=1e-9)
+    on_l40s = answer(model="qwen2.5-14b", engine="sglang", batch=8, context=8192, gpu="l40s")
+    assert on_l40s["max_sequences"] == 6 and on_l40s["fits"] is False
+    assert on_l40s["usable"] == pytest.approx(40_331_543_943.6, rel=1e-9)
+
+
+@pytest.mark.parametrize("kw", [
+    dict(model="gemma-2-9b", engine="vllm", batch=1, context=8192),  # recommended 24 GB; a 23,028 MiB A10 held 0
+    dict(model="llama-2-7b", engine="trtllm", batch=8, context=2048),  # 24 GB: the L4 / A10 held 7 of 8
+    dict(model="gpt-oss-20b", engine="sglang", batch=32, context=8192),
+    dict(model="llama-2-7b", engine="vllm", batch=1, context=4096),  # the article's 7B FP16: >= 24 GB, unchanged
+])
+def test_every_part_of_the_recommended_size_holds_it(kw):
+    """'recommended GPU memory >= N GB': every catalog GPU of N GB that runs the engine holds the load on its own."""
+    from gpuplan.catalog import hardware_entries
+    from gpuplan.errors import InputError
+    from gpuplan.jobs.inference.tpu_serving import engine_modelled_on
+    rec = answer(**kw)["recommended_gpu_memory_gb"]
+    parts = [gid for gid, e in hardware_entries().items() if float(e["memory_gb"]) == rec
+             and engine_modelled_on(kw["engine"], str(e.get("vendor") or ""))]
+    assert parts
+    for gid in parts:
+        try:
+            on = answer(gpu=gid, **kw)
+        except InputError:  # a part that refuses the format (no bf16 on it) is not a place to serve it
+            continue
+        assert on["fits"], (gid, on["max_sequences"])
+    if kw["model"] == "llama-2-7b" and kw["engine"] == "vllm":
+        assert rec == 24
