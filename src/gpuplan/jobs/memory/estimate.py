@@ -219,7 +219,10 @@ def _peak_section(peak: M.MemoryBreakdown, overheads: M.Overheads, layout: Paral
             ("optimizer", peak.optimizer), ("activations", peak.activations),
             ("outside_layers", peak.outside_layers), ("temporaries", peak.temporaries),
             ("fsdp_working_set", peak.fsdp_working_set)]
-    lines = [Line(f"peak_{k}", k.replace("_", " "), v, "bytes", _gib(v)) for k, v in rows]
+    lines = [Line(f"peak_{k}", k.replace("_", " ") + (f" held at the peak ({peak.peak_phase})" if k == "activations"
+                                                    and "optimizer" in peak.peak_phase else ""), v, "bytes", _gib(v),
+                  "what the peak holds: at the optimizer step the step's activations are freed" if k == "activations"
+                  and "optimizer" in peak.peak_phase else "") for k, v in rows]
     allocated_label, reserved_label = (X.XLA_ALLOCATED, X.XLA_RESERVED) if overheads.xla else peak_labels(cached)
     runtime, runtime_why, total_label = X.runtime_words(fixed) if overheads.xla else (
         "CUDA context + NCCL buffers", "outside the allocator; see assumptions",
