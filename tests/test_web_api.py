@@ -41,7 +41,7 @@ def test_openapi_schema_lists_every_operation(client):
 def test_health_names_the_estimators(client):
     data = client.get("/api/health").json()
     assert data["status"] == "ok"
-    assert set(data["estimators"]) == {"training", "budget", "memory", "plan", "inference"}
+    assert set(data["estimators"]) == {"training", "budget", "memory", "plan", "inference", "campaign"}
     assert data["estimators"]["budget"] is True
 
 

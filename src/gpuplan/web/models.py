@@ -142,4 +142,5 @@ class ErrorResponse(BaseModel):
 class Health(BaseModel):
     status: str
     version: str
-    estimators: dict[str, bool] = Field(description="Estimator name -> whether it is available here.")
+    estimators: dict[str, bool] = Field(description="Each estimator route POST /api/<name> (the jobs "
+                                                      "and campaign) -> whether it is available here.")

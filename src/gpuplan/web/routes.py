@@ -97,7 +97,7 @@ def api_router() -> APIRouter:
 
     @router.get("/health", response_model=Health, summary="Version and available estimators")
     def health() -> dict[str, Any]:
-        return {"status": "ok", "version": __version__, "estimators": {name: _available(job) for name, job in JOBS.items()}}
+        return {"status": "ok", "version": __version__, "estimators": served(router)}
 
     @router.get("/catalog/models", response_model=ReportResponse, responses=ERRORS,
                 summary="The model catalog (gpuplan catalog models)")
@@ -132,11 +132,20 @@ def _add_campaign(router: APIRouter) -> None:
         return JSONResponse(await guarded(app, campaign.answer, raw, lang, folder, job="budget",
                                           hint=CAMPAIGN_NARROWER))
 
+    estimate_campaign.available = "budget" in JOBS and _available(JOBS["budget"])  # type: ignore[attr-defined]
     router.add_api_route("/campaign", estimate_campaign, methods=["POST"], responses=ERRORS,
                          summary="A training campaign in stages (gpuplan campaign)",
                          description="The `gpuplan campaign` plan file as one JSON object: `stages`, a list of 1 to "
                                      "32 objects of `POST /api/budget` fields (and an optional `name`); other keys "
                                      "are defaults every stage inherits. Each stage's budget report and the totals.")
+
+
+def served(router: APIRouter) -> dict[str, bool]:
+    """Each estimator route's name (POST /api/<name>) -> whether this build answers it, read from the router's own
+    routes, so /api/health cannot drift from what is served: it listed the jobs only, not POST /api/campaign
+    (hostile wave 27b). A route built by :func:`_add_job` for a job not installed answers 503 and says False."""
+    return {route.path.removeprefix(router.prefix + "/"): getattr(route.endpoint, "available", True)
+            for route in router.routes if isinstance(route, APIRoute) and "POST" in route.methods}
 
 
 def _available(job: Job) -> bool:
@@ -157,6 +166,7 @@ def _add_job(router: APIRouter, job: Job) -> None:
             return JSONResponse({"detail": message, "field": None, "message": message}, 503)
 
         unavailable.__name__ = f"estimate_{name}"
+        unavailable.available = False  # type: ignore[attr-defined]  # read by served(): /api/health says False
         router.add_api_route(f"/{name}", unavailable, methods=["POST"], summary=job.summary,
                              responses={503: {"model": ErrorResponse}})
         return
