@@ -46,7 +46,7 @@ def test_yaml_and_toml_plan_files_with_flag_override(run_json, tmp_path):
     (("train", "--tokens", "lots"), "tokens: got 'lots'"),
     (("train", "--mfu", "1.4"), "mfu: got '1.4'"),
     (("train", "--gpus", "8", "--days", "7", "--mfu", "0.4"), "gpus/days/mfu"),
-    (("train", "--nonsense"), "No such option"),
+    (("train", "--nonsense"), "--nonsense: not an option of gpuplan train (gpuplan train --help lists them)"),
     (("train", "--recompute", "most"), "recompute: got 'most'"),
 ])
 def test_bad_input_one_line_exit_2(run_cli, args, fragment):

@@ -224,7 +224,8 @@ def usage_line(exc: click.ClickException, argv: list[str] = ()) -> str:
     """click's usage errors that name nothing valid, in the house style (what was given, what would
     be valid): an unknown command lists the commands ('No such command 'nope'.' before), extra
     or missing arguments show the command's usage, a file named with a leading '-' (read as options:
-    `infer -plan.yaml` was told "No such option '-p'.") how to name it; the rest as click words them."""
+    `infer -plan.yaml` was told "No such option '-p'.") how to name it, an unknown option the command's closest
+    (commands/unknown_option.py); the rest as click words them."""
     import re
 
     from gpuplan.adapters.plan_file import PLAN_SUFFIXES
@@ -242,6 +243,10 @@ def usage_line(exc: click.ClickException, argv: list[str] = ()) -> str:
         argument = next((p.name for p in ctx.command.params if isinstance(p, click.Argument)), None) or "file"
         return str(InputError(argument, dashed, f"reads as options (it starts with '-'); write ./{dashed}, or put "
                               f"-- before it"))
+    if isinstance(exc, click.NoSuchOption):  # click's "No such option: '--x'" and its own guesses (wave 27b)
+        from gpuplan.commands.unknown_option import unknown_option_line
+
+        return unknown_option_line(exc.option_name, ctx)
     unknown = re.fullmatch(r"No such command '(.*)'\.(?: Did you mean .*)?", message, re.DOTALL)
     if unknown and isinstance(ctx.command, click.Group):
         from gpuplan.errors import closest_names

@@ -1,0 +1,82 @@
+"""An option the command does not have, in the house's one line: the option as typed, the command it is not an
+option of, the command's own options closest to it and where they are all listed. click said "No such option:
+'--gpu-count'" with its own guesses ('--cpu-cores', '--gpu', '--spot-discount' for `train --gpu-count`; none for
+`campaign FILE --tokens 1B`, whose stage fields go in the file) (hostile wave 27b)."""
+
+from __future__ import annotations
+
+import click
+
+COUNT_WORDS = frozenset({"count", "num", "number", "n", "total", "nb"})
+"""Words that ask for a number of things: `--gpu-count`, `--num-gpus`, `--n-gpus` are gpuplan's `--gpus` (a count is
+the plural noun in gpuplan's vocabulary: --gpus, --tokens)."""
+FRAMEWORK_NAMES = {"tensor-model-parallel": "--tp", "tensor-parallel": "--tp", "tp": "--tp",
+                   "pipeline-model-parallel": "--pp", "pipeline-parallel": "--pp", "pp": "--pp",
+                   "context-parallel": "--cp", "cp": "--cp", "expert-model-parallel": "--ep",
+                   "expert-parallel": "--ep", "ep": "--ep", "expert-tensor-parallel": "--etp", "zero-stage": "--zero"}
+"""The frameworks' own names of gpuplan's degrees, '-size' left off: Megatron-LM's --tensor-model-parallel-size,
+--pipeline-model-parallel-size, --context-parallel-size, --expert-model-parallel-size, --expert-tensor-parallel-size
+(megatron/training/arguments.py), vLLM's --tensor-parallel-size / --pipeline-parallel-size (vllm/engine/arg_utils.py),
+SGLang's --tp-size (sglang/srt/server_args.py), DeepSpeed's zero_optimization.stage. difflib offered
+--sequence-parallel for --tensor-parallel and --group-size for --tp-size."""
+CUTOFF = 0.6
+"""difflib's default cutoff for get_close_matches (a ratio of matching characters, 0 to 1)."""
+WORD_BONUS = 0.25
+"""Added to a candidate whose first word and the typed name's share a stem (gpu / gpus, seq / sequence): difflib's
+ratio alone put --cpu-cores and --spot-discount before --gpu and --gpus for --gpu-count."""
+
+
+def unknown_option_line(name: str, ctx: click.Context) -> str:
+    """``--gpu-count: not an option of gpuplan train; did you mean --gpus? (gpuplan train --help lists them)``."""
+    command = ctx.command
+    options = [opt for param in command.params if isinstance(param, click.Option) and not param.hidden
+               for opt in (*param.opts, *param.secondary_opts)]
+    if ctx.command_path.split()[-1] == "campaign" and _budget_field(name):
+        hint = "; a stage's field goes in FILE: at the top level (every stage inherits it) or in a stage"
+    else:
+        near = closest_options(name, options)
+        hint = f"; did you mean {', '.join(near)}?" if near else ""
+    return f"{name}: not an option of {ctx.command_path}{hint} ({ctx.command_path} --help lists them)"
+
+
+def closest_options(name: str, options: list[str], n: int = 3) -> list[str]:
+    """Up to ``n`` of ``options`` closest to ``name``, best first: difflib's ratio over the names without their
+    dashes, plus WORD_BONUS where the first words share a stem; a count word (COUNT_WORDS) beside a noun asks for the
+    option named by the plural noun first (--gpu-count, --num-gpus -> --gpus)."""
+    import difflib  # only a mistyped option needs it
+
+    typed = name.lstrip("-").lower().replace("_", "-")
+    if not typed:
+        return []
+    words = typed.split("-")
+    nouns = [w for w in words if w not in COUNT_WORDS]
+    plural = {f"{nouns[0].rstrip('s')}s"} if len(nouns) == 1 and len(words) > 1 else set()
+    known = FRAMEWORK_NAMES.get(typed.removesuffix("-size").removesuffix("-degree"))
+    scored = [(-9.0, known)] if known in options else []
+    for option in dict.fromkeys(options):
+        bare = option.lstrip("-")
+        if option == known:
+            continue
+        if bare.startswith("no-") and not typed.startswith("no-"):
+            continue  # --no-compile is --compile's other form: the positive one is offered
+        score = 1.0 + WORD_BONUS if bare in plural else difflib.SequenceMatcher(None, typed, bare).ratio()
+        if _same_stem(words[0], bare.split("-")[0]):
+            score += WORD_BONUS
+        if score >= CUTOFF:
+            scored.append((-score, option))
+    return [option for _, option in sorted(scored)[:n]]
+
+
+def _same_stem(a: str, b: str) -> bool:
+    """One word the start of the other, three letters at least (gpu / gpus, seq / sequence; not tp / tpot)."""
+    return min(len(a), len(b)) >= 3 and (a.startswith(b) or b.startswith(a))
+
+
+def _budget_field(name: str) -> bool:
+    """Whether ``--name`` is a field of `gpuplan budget` (a campaign stage's fields)."""
+    from gpuplan.jobs import JOBS
+
+    try:
+        return name.lstrip("-").replace("-", "_") in JOBS["budget"].schema.model_fields
+    except (ImportError, KeyError):
+        return False
