@@ -63,8 +63,12 @@ def stage_tag(stage: PacedStage, pp: int) -> str:
         return ""
     what = f"{stage.layers} layers" + (" + LM head and loss" if stage.head else "") + \
         (f" + {stage.mtp} MTP module{'s' * (stage.mtp > 1)}" if stage.mtp else "")
-    return (f"; the {stage.name} of {pp} pipeline stages ({what}), which paces the step "
-            "(communication: the first stage's)")
+    return f"; the {stage.name} of {pp} stages ({what}) paces the step"
+
+
+STAGE_FORMULA = ("; under a pipeline the compute lines are the stage that paces the step (core/time/step.py "
+                 "step_time: the slower of the first and the last), the communication the first stage's")
+"""The formula words the stage_tag's label leaves out (the label kept short: `plan --explain` lines ran 269 columns)."""
 
 
 def _line(key: str, label: str, seconds: float, step: float, formula: str) -> Line:
@@ -243,6 +247,8 @@ def step_class_lines(ev, plan, framework: str = "") -> tuple[Line, ...]:
         _llmc_lines(ev, plan, settings) if settings.implementation == "llmc" else \
         _megatron_lines(ev, plan, settings) if megatron else _fused_lines(plan, paced_stage(ev, plan, settings))
     step = plan.step_seconds
+    if plan.layout.pp > 1 and lines[0].key == "class_gemm":
+        lines[0] = replace(lines[0], formula=lines[0].formula + STAGE_FORMULA)
     lines += _moe_lines(plan.step, step) + _accumulation_lines(ev, plan, settings)
     for key, label, value in (("class_comm", "exposed communication", float(plan.step.exposed_comm)),
                               ("class_bubble", "pipeline bubble", float(plan.step.bubble))):
