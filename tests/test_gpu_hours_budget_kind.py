@@ -87,3 +87,19 @@ def test_budget_case_equals_what_the_budget_command_prints():
     printed = json.loads(done.stdout)
     lines = {line["key"]: line["value"] for section in printed["sections"] for line in section["lines"]}
     assert lines["budget_gpu_hours"] == pytest.approx(budget, rel=1e-6)
+
+
+def test_readme_and_docs_quote_the_budget_reading_as_computed():
+    # README's accuracy paragraph and docs/budget.md 5a quote the kind's mean, max and bias
+    from pathlib import Path
+
+    held = [c for c in validation_cases_once() if c.kind == HELD]
+    mean_abs = 100 * sum(abs(c.error) for c in held) / len(held)
+    worst = 100 * max(abs(c.error) for c in held)
+    bias = 100 * sum(c.error for c in held) / len(held)
+    root = Path(__file__).resolve().parents[1]
+    readme = (root / "README.md").read_text()
+    assert f"is {mean_abs:.1f}% off the 19 wall-clock totals, max {worst:.1f}%, bias {bias:+.1f}%".replace("bias -",
+                                                                                                   "bias −") in readme
+    budget_doc = (root / "docs" / "budget.md").read_text()
+    assert f"| 19 | {mean_abs:.1f}% | {worst:.1f}% (BloombergGPT) | {bias:+.1f}% |".replace("| -", "| −") in budget_doc
