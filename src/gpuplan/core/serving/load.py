@@ -16,7 +16,9 @@ sequence and spends the rest of its budget on waiting prompts. So
                                W_p99  = t_prefill ln(100 rho) / (1 - rho)   (0 when rho <= 0.01)
 
 Exponential service overstates the spread of same-length prompts, so the p99 is on the safe
-side. t_prefill and t_decode come from core/serving/roofline.py (roofline with efficiency factors).
+side. ``queue="M/D/1"`` swaps in the exact tail of equal service times (core/serving/queue_tail.py, mean wait
+Pollaczek-Khinchine's rho t_prefill / (2 (1 - rho))): only the sizing's note reads it (jobs/inference/sizing_md1.py).
+t_prefill and t_decode come from core/serving/roofline.py (roofline with efficiency factors).
 Units: seconds, requests per second, sequences.
 """
 
@@ -25,6 +27,8 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+
+from gpuplan.core.serving.queue_tail import md1_wait_p99
 
 P99_LN = math.log(100.0)
 
@@ -58,29 +62,35 @@ def within(seconds: float, limit: float) -> bool:
     return seconds <= limit * (1 + 1e-9)
 
 
-def queue_wait(prefill_s: float, rho: float) -> tuple[float, float]:
-    """(mean, p99) wait of a prompt before its prefill, M/M/1 at utilisation ``rho``."""
+MM1, MD1 = "M/M/1", "M/D/1"
+"""The queues a prompt's wait is read from: M/M/1 (the answer's, the safe side) and M/D/1 (equal prompts, the note)."""
+
+
+def queue_wait(prefill_s: float, rho: float, queue: str = MM1) -> tuple[float, float]:
+    """(mean, p99) wait of a prompt before its prefill, M/M/1 (or ``queue`` M/D/1) at utilisation ``rho``."""
     if rho <= 0:
         return 0.0, 0.0
+    if queue == MD1:  # Pollaczek-Khinchine mean lambda E[S^2] / (2 (1 - rho)), S = D (Kleinrock 1975, ch. 5)
+        return rho * prefill_s / (2 * (1 - rho)), md1_wait_p99(prefill_s, rho)
     mean = rho * prefill_s / (1 - rho)
     p99 = prefill_s * math.log(100 * rho) / (1 - rho) if rho > 0.01 else 0.0
     return mean, p99
 
 
 def first_token_seconds(prefill_s: float, rho: float, path_s: float = 0.0,
-                        transfer_s: float = 0.0) -> tuple[float, float]:
+                        transfer_s: float = 0.0, queue: str = MM1) -> tuple[float, float]:
     """(mean, p99) TTFT of a request, seconds: the server's hold before the engine sees it (``path_s``,
     request_path.api_server_seconds: vLLM's tokeniser batch window), the prefill, the M/M/1 wait at prefill
     utilisation ``rho`` (queue_wait) and, for a disaggregated prefill instance, the KV transfer to the
     decode instance (``transfer_s``). The one rule a colocated replica (replica_at) and a prefill pool
     (prefill_pool_rate, jobs/inference/sizing's pool TTFT) read."""
-    wait_mean, wait_p99 = queue_wait(prefill_s, rho)
+    wait_mean, wait_p99 = queue_wait(prefill_s, rho, queue)
     fixed = path_s + prefill_s + transfer_s
     return fixed + wait_mean, fixed + wait_p99
 
 
 def replica_at(rate: float, prefill_s: float, decode_s: Callable[[int], float], output: int,
-               max_in_flight: float = math.inf, path_s: float = 0.0) -> ReplicaLoad | None:
+               max_in_flight: float = math.inf, path_s: float = 0.0, queue: str = MM1) -> ReplicaLoad | None:
     """The steady state of one replica at ``rate`` requests/s (None when prompts alone saturate
     it, or once the sequences in flight pass ``max_in_flight``: the fixed point only grows from
     there, as a decode step never gets faster with more sequences). ``decode_s(batch)``: seconds
@@ -89,7 +99,7 @@ def replica_at(rate: float, prefill_s: float, decode_s: Callable[[int], float], 
     rho = rate * prefill_s
     if rho >= 1:
         return None
-    ttft_mean, ttft_p99 = first_token_seconds(prefill_s, rho, path_s)
+    ttft_mean, ttft_p99 = first_token_seconds(prefill_s, rho, path_s, queue=queue)
     in_flight = rate * (ttft_mean + output * decode_s(1) / (1 - rho))
     for _ in range(50):  # fixed point: more sequences in flight, slower steps, more in flight
         tpot = decode_s(max(1, math.ceil(in_flight))) / (1 - rho)
@@ -105,20 +115,20 @@ def replica_at(rate: float, prefill_s: float, decode_s: Callable[[int], float], 
 
 def max_rate(target: LoadTarget, prefill_s: float, decode_s: Callable[[int], float], output: int,
              max_sequences: int, path_s: float = 0.0,
-             useless: Callable[[float], bool] | None = None) -> ReplicaLoad | None:
+             useless: Callable[[float], bool] | None = None, queue: str = MM1) -> ReplicaLoad | None:
     """The highest rate one replica sustains within the target and its KV capacity
     (``max_sequences`` in flight); None when even a trickle misses the target. ``useless(hi)``: True where the caller
     has no use for any rate below ``hi`` (it must hold for every lower rate when it holds at hi): None as soon as it
     holds at the search's upper end, above every rate the search could still return (its lower end only rises, below
     the upper end), so no more steps are timed (jobs/inference/sizing.size_for_target: a TP that cannot take fewer
-    GPUs than a smaller one kept)."""
+    GPUs than a smaller one kept). ``queue``: the prompts' queue (queue_wait), M/M/1 but for the sizing's note."""
     def ok(rate: float) -> ReplicaLoad | None:
         # the TTFT p99 reads no decode step (replica_at's, as ReplicaLoad.meets compares it): a rate it rules out
         # times none (508 of the README sizing's 2,089 probes; docs/performance.md, 'Serving sizing')
         rho = rate * prefill_s
-        if rho < 1 and not within(first_token_seconds(prefill_s, rho, path_s)[1], target.ttft_p99):
+        if rho < 1 and not within(first_token_seconds(prefill_s, rho, path_s, queue=queue)[1], target.ttft_p99):
             return None
-        load = replica_at(rate, prefill_s, decode_s, output, max_sequences, path_s)
+        load = replica_at(rate, prefill_s, decode_s, output, max_sequences, path_s, queue)
         return load if load and load.meets(target) and load.in_flight <= max_sequences else None
 
     lo, hi = 1e-6, 1.0 / prefill_s

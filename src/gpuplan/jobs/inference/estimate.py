@@ -57,7 +57,10 @@ def estimate_inference(inputs: InferenceInputs) -> Report:
     if inputs.disaggregate:
         sections.insert(0, sizing.disaggregated_section(plan, target, options, configs, asked))
     title = f"Sizing {plan.spec.name} for {inputs.rps:g} requests/s"
+    from gpuplan.jobs.inference.sizing_md1 import md1_note  # M/D/1 beside a TTFT-bound answer (docs/inference.md §5b)
+
     return replace(report, title=title, sections=launch_said_once((*sections, *report.sections)),
+                   notes=(*report.notes, *md1_note(plan, target, configs, asked)),
                    tables=(sizing.sizing_table(configs), *report.tables),
                    headline=tuple(line.key for section in sections for line in section.lines),
                    summary_table="Configurations meeting the target (cheapest TP per GPU type)")
