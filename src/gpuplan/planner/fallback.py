@@ -81,6 +81,21 @@ def counts_below(gpus: int, below: int, per_node: int) -> tuple[int, ...]:
     return tuple(sorted((c for c in found if 0 < c < below), reverse=True))
 
 
+def windows_below(gpus: int, below: int, per_node: int) -> tuple[int, ...]:
+    """counts_below(gpus, below) with the stepped counts of each lower window (counts_below of below // 2,
+    below // 4, ...), largest first: where a window holds no count with a layout, the next one down is the window a
+    smaller ask draws on. Without them 8,192 L40S asked for deepseek-v2-lite at seq 131,072 (dp at most 32) fell to
+    the common sizes (768: 16.19 days) while 4,096 asked found 2,304 = 9 x 256 in its own window (15.38 days): more
+    GPUs asked, slower (helper PL2, s24). Enumerated lazily by fallback_groups (has_layout, ~1 ms a count), which
+    stops at FIRST_GROUP usable counts: at most 48 more a window, log2(below) windows."""
+    found: set[int] = set()
+    top = below
+    while top > 1:
+        found.update(counts_below(gpus, top, per_node))
+        top //= 2
+    return tuple(sorted(found, reverse=True))
+
+
 def fallback_groups(ev: Evaluator, gpus: int, below: int, target: float, max_tp: int,
                     limits: SpaceLimits | None) -> list[tuple[int, ...]]:
     """The groups of counts to search in turn for ``gpus`` where nothing fits on the counts from ``below``
@@ -90,7 +105,7 @@ def fallback_groups(ev: Evaluator, gpus: int, below: int, target: float, max_tp:
     remaining fallback_counts(gpus) under them on its own (fewer GPUs hold more per GPU), largest first."""
     usable: list[int] = []
     exact = exact_batch_counts(ev, below - 1, target, max_tp, limits) if below > 1 else ()
-    for count in counts_below(gpus, below, ev.cluster.gpus_per_node):
+    for count in windows_below(gpus, below, ev.cluster.gpus_per_node):
         if has_layout(ev, count, target, max_tp, limits):
             usable.append(count)
             if len(usable) == FIRST_GROUP:
