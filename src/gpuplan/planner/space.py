@@ -292,7 +292,7 @@ def enumerate_layouts(spec: ModelSpec, counts: tuple[int, ...], seq_len: int, ta
             zeros = zero_choices.get(zero_key)
             if zeros is None:
                 zeros = zero_choices[zero_key] = tuple(
-                    z for z in limits.zero if (z == 0 or dp * cp > 1) and ("zero" not in fixed or z == fixed["zero"])
+                    z for z in limits.zero if (z == 0 or dp * cp > 1 or "zero" in fixed) and ("zero" not in fixed or z == fixed["zero"])
                     and (pp == 1 or z <= limits.max_zero_with_pp) and (shard is None or z in hsdp)
                     and ("zero" in fixed or zero_allowed(rules, z, dp=dp, tp=tp, pp=pp, cp=cp, ep_max=ep_max)))
             # only interleaved layouts under that rule depend on pp

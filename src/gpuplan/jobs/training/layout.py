@@ -63,6 +63,19 @@ def no_layout_note(inputs: TrainingInputs, plan: Plan) -> tuple[str, ...]:
     return () if inputs.time_predicted else (idle_by_choice_note(plan),)
 
 
+def one_rank_zero_note(plan: Plan) -> tuple[str, ...]:
+    """Where the layout runs ZeRO 1-3 (given by --zero: the search picks them only where dp x cp > 1,
+    planner.space.enumerate_layouts) on dp x cp = 1: the stage shards over one rank, so it saves no memory and adds
+    no collective (ZeRO, arXiv:1910.02054 section 5: each stage partitions over the N_d data-parallel ranks; `gpuplan
+    memory` counts it so too); () otherwise. s24 (helper PL2): `train llama-3.1-8b --gpus 8 --tp 8 --zero 1` was
+    refused 'no layout can use these GPU counts' while `memory` with the same degrees answered."""
+    lay = plan.layout
+    if lay.zero == 0 or lay.dp * lay.cp > 1:
+        return ()
+    return (f"ZeRO-{lay.zero} on dp x cp = 1 shards over one rank: no memory saved and no collective added (`gpuplan "
+            "memory` sizes it as ZeRO-0); ZeRO needs dp x cp > 1 to save memory",)
+
+
 def idle_by_choice_note(plan: Plan) -> str:
     """Why an answer timed by a given MFU leaves GPUs of a count given idle where layouts use them all: the count
     is the planner's choice, ranked as `plan` ranks the ask (its step model, with failures: planner.plan.best_plan

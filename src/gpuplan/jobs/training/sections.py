@@ -344,9 +344,9 @@ def notes(spec, counts, flops: Flops, inputs: TrainingInputs, plan: Plan,
     from gpuplan.core.comm.host_tier import assumed_host_note  # the server of NVLink pairs on PCIe it assumed
 
     out.extend(assumed_host_note(resolve_gpu(inputs.gpu), inputs.gpus_per_node))
-    from gpuplan.jobs.training.layout import no_layout_note  # loaded with the plan (numpy)
+    from gpuplan.jobs.training.layout import no_layout_note, one_rank_zero_note  # loaded with the plan (numpy)
 
-    out.extend(no_layout_note(inputs, plan))
+    out.extend(no_layout_note(inputs, plan) + one_rank_zero_note(plan))
     from gpuplan.jobs.plan.fallbacks_told import group_count_note  # plan's note where the group is all of dp x cp
 
     out.extend(group_count_note(inputs, plan, asked.gpus))
