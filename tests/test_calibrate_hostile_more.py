@@ -127,8 +127,10 @@ ACCEPTED_LOGS = [
     ("mg_ok.log", mg(elapsed="30000", tflops="253", memory="40000")),
     ("tt_ok.log", tt(tail="  tflops: 405  mfu: 41%")),
     ("tt_mib.log", tt(memory="9000MiB(10%)")), ("t_ok.csv", "step,step_time_s,mfu\n1,1,0.4\n2,1,40%\n"),
-    ("hf_ok.json", hf(train_runtime=100, step=10, eval_runtime=5, train_steps_per_second=0.1,
-                      train_samples_per_second=0.8)),
+    # 45 s of training over 10 steps of 8 sequences: 4.5 s a step, ~4.8x gpuplan's; it was 100 s, 10.2x, past the 10x a
+    # calibration factor may be (calibrate/model.FACTOR_RANGE, hostile wave 27b)
+    ("hf_ok.json", hf(train_runtime=50, step=10, eval_runtime=5, train_steps_per_second=0.2,
+                      train_samples_per_second=1.6)),
     ("hf_strings.log", PRINTED % "'0.1'"), ("bom.csv", "\ufeffstep,step_time_s\n1,1\n2,1\n"),
     ("ranks.log", tt(steps=(1, 2)).replace("[rank0]:", "") * 3),  # several ranks, no prefix: first kept
 ]

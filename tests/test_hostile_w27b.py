@@ -4,7 +4,12 @@ that takes it."""
 
 from __future__ import annotations
 
+import json
+from dataclasses import replace
+from pathlib import Path
+
 import pytest
+from helpers import field_refusal
 
 # ---- 1. /api/health lists every estimator route, read from the routes themselves ----------------------------------
 
@@ -54,3 +59,135 @@ def test_a_negated_switch_is_offered_in_its_positive_form():
 
     assert closest_options("--compiled", ["--compile", "--no-compile", "--json"]) == ["--compile"]
     assert closest_options("--no-compiled", ["--compile", "--no-compile"])[0] == "--no-compile"
+
+
+# ---- 3. a calibration factor outside any measured range ------------------------------------------------------------
+
+H200 = Path(__file__).parent / "fixtures" / "h200"
+RANGE = "must be within 0.1 to 10"
+
+
+@pytest.fixture(scope="module")
+def h200_doc():
+    """The calibration the two H200 trials of tests/fixtures/h200 fit (compute_time 0.863, the rest not identified,
+    activation memory 1.000, overhead 70 MB; docs/calibration.md quotes 0.853 from the same runs)."""
+    from gpuplan.calibrate import fit_calibration, load_measurement
+    from gpuplan.calibrate.model import calibration_to_dict
+
+    cal = fit_calibration([load_measurement(p) for p in sorted(H200.glob("*.json"))])
+    assert cal.compute_time.value == pytest.approx(0.8635, abs=5e-4) and cal.compute_time.status == "fitted"
+    return json.loads(json.dumps(calibration_to_dict(cal)))
+
+
+def _with(doc: dict, name: str, value) -> dict:
+    out = json.loads(json.dumps(doc))
+    out[name].update(value=value, stderr=None, low=None, high=None)  # a band must hold its value (wave 21)
+    return out
+
+
+ASK = {"model": "llama-3.2-1b", "gpu": "h200", "gpus": 8, "tokens": "1B", "framework": "hf"}
+
+
+@pytest.mark.parametrize("name, value", [("compute_time", 1000), ("compute_time", 20), ("compute_time", 10.5),
+                                         ("compute_time", 1e-6), ("compute_time", 0.05), ("attention_time", 11),
+                                         ("comm_time", 0.09), ("activation_memory", 50), ("memory_time", 999)])
+def test_a_factor_outside_the_plausible_range_is_refused_at_every_door(run_cli, client, tmp_path, h200_doc, name,
+                                                                       value):
+    """1000 (a step 1,000x slower than gpuplan predicts) and everything from 10 to 1000 or 0.001 to 0.1 was answered;
+    1e-6 was refused as 'is incomplete or malformed (compute_time 1e-06: ...)', naming no field. Each door now says
+    'calibration: <factor>.value: got <value>; ... must be within 0.1 to 10'."""
+    import gpuplan
+    from gpuplan import InputError
+
+    doc = _with(h200_doc, name, value)
+    path = tmp_path / "cal.json"
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    field = f"calibration: {name}.value"
+    flags = [f"--{k.replace('_', '-')}={v}" for k, v in ASK.items()]
+    flag = field_refusal(run_cli("train", *flags, f"--calibration={path}"), field, RANGE)
+    assert f"got {value!r}; " in flag or f"got {value:g}; " in flag, flag
+    plan = tmp_path / "ask.yaml"
+    plan.write_text("".join(f"{k}: {v}\n" for k, v in ASK.items()) + f"calibration: {path}\n", encoding="utf-8")
+    assert field_refusal(run_cli("train", str(plan)), f"{plan}: {field}", RANGE).replace(f"{plan}: ", "") == flag
+    campaign = tmp_path / "c.yaml"
+    campaign.write_text(f"model: llama-3.2-1b\ngpu: h200\nmfu: 0.4\ncalibration: {path}\nstages:\n  - {{tokens: 1B, "
+                        "gpus: 8}\n", encoding="utf-8")
+    field_refusal(run_cli("campaign", str(campaign)), f"{campaign}: {field}", RANGE)  # was 'calibration: got ...'
+    for route, body in (("training", {**ASK, "calibration": doc}),
+                        ("campaign", {"model": "llama-3.2-1b", "gpu": "h200", "mfu": 0.4,
+                                      "stages": [{"tokens": "1B", "gpus": 8, "calibration": doc}]})):
+        response = client.post(f"/api/{route}", json=body)
+        want = field if route == "training" else f"stages[0].{field}"
+        assert response.status_code == 422 and response.json()["field"] == want, response.text
+        assert RANGE in response.json()["message"]
+    with pytest.raises(InputError) as caught:
+        gpuplan.estimate_training(gpuplan.TrainingInputs(**ASK, calibration=doc))
+    assert caught.value.field == field and RANGE in str(caught.value)
+
+
+def test_a_calibration_object_outside_the_range_is_refused_in_python(h200_doc):
+    import gpuplan
+    from gpuplan import InputError
+    from gpuplan.calibrate.model import calibration_from_dict
+
+    good = calibration_from_dict(h200_doc, "doc")
+    bad = replace(good, compute_time=replace(good.compute_time, value=12.0, stderr=None, low=None, high=None))
+    with pytest.raises(InputError) as caught:
+        gpuplan.TrainingInputs(**ASK, calibration=bad)
+    assert caught.value.field == "calibration: compute_time.value" and RANGE in str(caught.value)
+
+
+@pytest.mark.parametrize("name, value", [("compute_time", 10), ("compute_time", 0.1), ("activation_memory", 9.5),
+                                         ("comm_time", 2.0)])
+def test_a_factor_at_or_inside_the_bounds_is_answered(run_json, tmp_path, h200_doc, name, value):
+    path = tmp_path / "cal.json"
+    path.write_text(json.dumps(_with(h200_doc, name, value)), encoding="utf-8")
+    report = run_json("memory", "--model", "llama-3.2-1b", "--gpu", "h200", "--framework", "hf",
+                      f"--calibration={path}")
+    assert report["results"]["peak_total"] > 0
+
+
+def test_a_cpu_stand_in_keeps_its_wider_time_range(tmp_path, h200_doc):
+    """A CPU calibration's time factors describe that CPU and are applied to no GPU plan (calibrate/compatibility.py);
+    the project's own CPU trials fit 59.5 (tests/test_calibrate.py's loop), so they keep 0.001-1000. Its memory factors
+    are applied to GPU plans and keep 0.1-10."""
+    from gpuplan import InputError
+    from gpuplan.calibrate.model import calibration_from_dict
+
+    cpu = json.loads(json.dumps(h200_doc))
+    cpu["reference"]["gpus"] = ["cpu"]
+    assert calibration_from_dict(_with(cpu, "compute_time", 59.5), "doc").compute_time.value == 59.5
+    with pytest.raises(InputError, match="within 0.001 to 1000"):
+        calibration_from_dict(_with(cpu, "compute_time", 1001), "doc")
+    with pytest.raises(InputError, match=RANGE):
+        calibration_from_dict(_with(cpu, "activation_memory", 20), "doc")
+
+
+def test_calibrate_refuses_to_write_a_factor_its_loader_would_refuse(run_cli, tmp_path):
+    """The fused stacks' fit has no cap of its own: a log whose step is 12x what its flags predict was written with
+    compute_time 12 (and a note 'a large correction'), a file `--calibration` then refused. It is refused at fit time,
+    nothing written."""
+    from gpuplan.calibrate import Measurement, fit_calibration
+    from gpuplan.calibrate import predict as P
+    from gpuplan.errors import InputError
+
+    m = Measurement(source="slow.csv", kind="table", model="llama-3.2-1b", seq_len=4096, world_size=1, gpu="h100-sxm",
+                    zero=0, micro_batch=1)
+    parts = P.step_parts(P.case_of(m), world_size=1)
+    assert fit_calibration([replace(m, step_time_s=9.0 * parts.total)]).compute_time.value == pytest.approx(9.0)
+    with pytest.raises(InputError) as caught:
+        fit_calibration([replace(m, step_time_s=12.0 * parts.total)])
+    assert caught.value.field == "compute_time" and "outside the 0.1-10 a calibration holds" in str(caught.value)
+
+
+def test_a_named_calibration_of_the_servers_folder_is_held_to_the_range(tmp_path, h200_doc):
+    from fastapi.testclient import TestClient
+
+    from gpuplan.web.app import create_app
+
+    (tmp_path / "slow.json").write_text(json.dumps(_with(h200_doc, "compute_time", 20)), encoding="utf-8")
+    client = TestClient(create_app(calibration_dir=str(tmp_path)))
+    response = client.post("/api/training", json={**ASK, "calibration": "slow"})
+    assert response.status_code == 422 and response.json()["field"] == "calibration: compute_time.value"
+    assert response.json()["message"].startswith("calibration: compute_time.value: got 20; ") and RANGE in \
+        response.json()["message"]

@@ -35,6 +35,7 @@ from gpuplan.calibrate.model import (
     MeasurementFit,
     Reference,
     default_factor,
+    ratio_range,
 )
 from gpuplan.core.time import step as S
 from gpuplan.errors import InputError
@@ -255,6 +256,19 @@ def _plausibility(cal: Calibration) -> list[str]:
     return notes
 
 
+def _within_bounds(cal: Calibration) -> None:
+    """A ratio the loader would refuse (calibrate.model.ratio_range) is refused here, before anything is written:
+    `calibrate --out` wrote a file its own loader refused (the fused stacks' fit has no cap of its own)."""
+    for name in ("compute_time", "attention_time", "comm_time", "activation_memory", "memory_time", "host_time"):
+        f = cal.factor(name)
+        low, high, _ = ratio_range(name, cal.reference.gpus)
+        if f.applied and not low <= f.value <= high:
+            raise InputError(name, f"{f.value:.3g}", f"is what {', '.join(f.sources) or 'the measurements'} fit "
+                             f"(measured / predicted), outside the {low:g}-{high:g} a calibration holds "
+                             "(calibrate/model.FACTOR_RANGE): the flags probably do not describe the run (model, --gpus, "
+                             "--tp, --pp, --zero, --seq-len, --global-batch, the recipe); nothing written")
+
+
 def fit_calibration(measurements: Sequence[Measurement]) -> Calibration:
     """Factors fitted to ``measurements`` (see the module docstring), with each measurement's
     default and calibrated prediction for the report."""
@@ -270,6 +284,7 @@ def fit_calibration(measurements: Sequence[Measurement]) -> Calibration:
         time = {**time, **classes} if any(r.step is not None for r in rows) else {
             **classes, "comm_time": default_factor("comm_time", "one GPU per measurement: no communication to fit")}
     cal = Calibration(**time, **_fit_memory(rows), reference=_reference(rows))
+    _within_bounds(cal)
     fits = []
     for r in rows:
         m = r.m

@@ -1,8 +1,8 @@
 """A calibration whose factors make the answered layout impossible is refused, naming ``calibration`` (wave 19).
 
-A calibration document's ratio factors are bounded at load to 0.001-1000 (calibrate.model.MAX_RATIO) and its fixed
-memory overhead to +-1 TiB (MAX_OVERHEAD_BYTES): wide bounds, since what is plausible depends on the setup it is
-applied to. Applied to a layout, two results are impossible whatever the setup:
+A calibration document's ratio factors are bounded at load to 0.1-10 (calibrate.model.FACTOR_RANGE: over 3x past any
+measured / predicted of the project's data and published runs; a CPU stand-in's time factors 0.001-1000) and its fixed
+memory overhead to +-1 TiB (MAX_OVERHEAD_BYTES). Applied to a layout, two results are impossible whatever the setup:
 
 - a step that computes the model's FLOPs faster than the GPUs' dense peak of the compute dtype: MFU above 100%
   (time factors of 0.001 timed llama-3-8b on 8 H200s at 32,849% MFU, `train --mfu predicted`, exit 0; `plan` was
