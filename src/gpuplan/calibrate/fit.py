@@ -265,8 +265,8 @@ def _within_bounds(cal: Calibration) -> None:
         if f.applied and not low <= f.value <= high:
             raise InputError(name, f"{f.value:.3g}", f"is what {', '.join(f.sources) or 'the measurements'} fit "
                              f"(measured / predicted), outside the {low:g}-{high:g} a calibration holds "
-                             "(calibrate/model.FACTOR_RANGE): the flags probably do not describe the run (model, --gpus, "
-                             "--tp, --pp, --zero, --seq-len, --global-batch, the recipe); nothing written")
+                             "(calibrate/model.FACTOR_RANGE): the flags probably do not describe the run (model, "
+                             "--gpus, --tp, --pp, --zero, --seq-len, --global-batch, the recipe); nothing written")
 
 
 def fit_calibration(measurements: Sequence[Measurement]) -> Calibration:

@@ -155,7 +155,8 @@ class JobInputs(BaseModel):
             if field is None:
                 continue  # unknown keys are refused by parse, with the valid names
             if value is None:
-                raise InputError(f"{where}: {name}" if where else name, "null", "give a value, or leave the key out for the default")
+                raise InputError(f"{where}: {name}" if where else name, "null",
+                                 "give a value, or leave the key out for the default")
             kind = Annotated[(field.annotation, *field.metadata)] if field.metadata else field.annotation
             adapter = TypeAdapter(kind)
             try:
