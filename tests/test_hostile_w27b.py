@@ -54,7 +54,17 @@ def test_an_unknown_option_is_named_with_the_commands_closest(run_cli, args, lin
     assert (code, out, err) == (2, "", f"error: {line}\n")
 
 
-def test_a_negated_switch_is_offered_in_its_positive_form():
+@pytest.mark.parametrize("name, shown", [("--gp\x1b[31mu", "--gp\\u001b[31mu"), ("--gpu\u202es", "--gpu\\u202es"),
+                                         ("--" + "x" * 300, "--" + "x" * 62 + "... (302 characters)"),
+                                         ("--m\udcffodel", "--m\\udcffodel")])
+def test_an_unknown_option_is_quoted_escaped_and_cut(run_cli, name, shown):
+    """The option as typed went to the terminal raw: an ESC sequence coloured it, a bidi override reordered the line."""
+    code, out, err = run_cli("train", name)
+    assert code == 2 and out == "" and err.startswith(f"error: {shown}: not an option of gpuplan train"), err
+    assert err.count("\n") == 1 and err.isascii(), err
+
+
+
     from gpuplan.commands.unknown_option import closest_options
 
     assert closest_options("--compiled", ["--compile", "--no-compile", "--json"]) == ["--compile"]

@@ -36,7 +36,22 @@ def unknown_option_line(name: str, ctx: click.Context) -> str:
     else:
         near = closest_options(name, options)
         hint = f"; did you mean {', '.join(near)}?" if near else ""
-    return f"{name}: not an option of {ctx.command_path}{hint} ({ctx.command_path} --help lists them)"
+    return f"{_shown(name)}: not an option of {ctx.command_path}{hint} ({ctx.command_path} --help lists them)"
+
+
+MAX_NAME_CHARS = 64
+"""Characters of an unknown option's name that are quoted and matched (the longest gpuplan option has 29): a 5,000-
+character name is cut, its length named, and gets no suggestion."""
+
+
+def _shown(name: str) -> str:
+    """The name as typed, control and bidi characters escaped (errors.printable: an ESC in it coloured the terminal),
+    cut at MAX_NAME_CHARS with its length named."""
+    from gpuplan.errors import printable
+
+    if len(name) <= MAX_NAME_CHARS:
+        return printable(name)
+    return f"{printable(name[:MAX_NAME_CHARS])}... ({len(name):,} characters)"
 
 
 def closest_options(name: str, options: list[str], n: int = 3) -> list[str]:
@@ -46,7 +61,7 @@ def closest_options(name: str, options: list[str], n: int = 3) -> list[str]:
     import difflib  # only a mistyped option needs it
 
     typed = name.lstrip("-").lower().replace("_", "-")
-    if not typed:
+    if not typed or len(name) > MAX_NAME_CHARS:
         return []
     words = typed.split("-")
     nouns = [w for w in words if w not in COUNT_WORDS]
