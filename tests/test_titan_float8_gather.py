@@ -238,12 +238,16 @@ def test_plan_option_is_torchtitans_fp8_tensorwise_only():
     assert _step_settings(inputs, spec, gpu, "flash", 0.0).param_gather.fp8_matrices
 
 
-def test_memory_does_not_list_the_option():
-    """`gpuplan memory` has no --dtype, so it cannot know Float8Linear runs: the option is plan / train / budget's
-    (StepFields); memory refuses it as an unknown field (CLI, plan file, web and Python share MemoryInputs)."""
+def test_memory_takes_the_option_with_its_dtype():
+    """`gpuplan memory` has train's --dtype since s24 (helper MD), so it reads the option as train does: under --dtype
+    fp8 the gathered matrices at 1 B (a lower peak than bf16 gathers), refused naming it without --dtype fp8 (it was
+    an unknown field of memory while memory had no --dtype)."""
     from gpuplan.errors import InputError
+    from gpuplan.jobs.memory.estimate import estimate_memory
     from gpuplan.jobs.memory.schema import MemoryInputs
 
-    assert "fsdp_float8_all_gather" not in MemoryInputs.model_fields
-    with pytest.raises(InputError, match="unknown field"):
-        MemoryInputs(model="llama-3.1-8b", gpu="h100", dp=8, zero=3, framework="torchtitan", fsdp_float8_all_gather=True)
+    base = dict(model="llama-3.1-8b", gpu="h100", dp=8, zero=3, framework="torchtitan")
+    with pytest.raises(InputError, match="fsdp_float8_all_gather.*--dtype fp8 only"):
+        MemoryInputs(**base, fsdp_float8_all_gather=True)
+    fp8 = estimate_memory(MemoryInputs(**base, dtype="fp8")).value("peak_allocated")
+    assert estimate_memory(MemoryInputs(**base, dtype="fp8", fsdp_float8_all_gather=True)).value("peak_allocated") < fp8

@@ -253,7 +253,7 @@ def _check_optimizer(framework, optimizer, given, zero=None, dtype=None) -> None
 
 def _check_float8_all_gather(framework, dtype, fp8_recipe) -> None:
     """--fsdp-float8-all-gather names the one cause that stops it (plan, train and budget carry it: StepFields;
-    `memory` has no --dtype to say Float8Linear runs, so it does not list the option)."""
+    `memory` too, beside its --dtype: jobs.memory.schema)."""
     what = "is torchtitan's FSDP2 float8 all-gather of its tensorwise Float8Linear weights"
     if framework != "torchtitan":
         raise InputError("fsdp_float8_all_gather", True, f"{what}: give --framework torchtitan (not {framework})")

@@ -12,6 +12,7 @@ from pydantic import model_validator
 from gpuplan.core.frameworks import MEGATRON_CORE_FRAMEWORKS, check_framework_runs
 from gpuplan.errors import InputError
 from gpuplan.schema import layout_rules as LR, te_kernels as TE, tp_comm_dtype as TC, types as T, vocabulary as V
+from gpuplan.schema import precision_rules as PR
 from gpuplan.schema import recompute_options as RO, shard_group as SG
 from gpuplan.schema.base import JobInputs
 
@@ -174,11 +175,7 @@ class SetupFields(JobInputs):
         self._framework_only_options()
         if self.offload_layers:
             self._offload_rules()
-        if self.low_precision_weights is not None and (getattr(self, "dtype", None) not in ("fp8", "fp4")
-                                                       or self.framework not in MEGATRON_CORE_FRAMEWORKS):
-            raise InputError("low_precision_weights", self.low_precision_weights, "describes Transformer Engine's "
-                             "FP8 / FP4 linears: give --dtype fp8 or fp4 with --framework megatron (plan, train, "
-                             "budget)")
+        PR.check_precision(self)  # --low-precision-weights, --recipe fp8 against --dtype (schema.precision_rules)
         if self.compile and self.framework != "torchtitan":
             raise InputError("compile", True, f"is torchtitan's torch.compile per block: give --framework torchtitan "
                              f"(not {self.framework}: {COMPILE_ELSEWHERE.get(self.framework, 'not modelled')})")
@@ -314,7 +311,7 @@ class SetupFields(JobInputs):
 
         width = V.STATE_DTYPE_BYTES
         grads = default_grad_bytes(self.framework, getattr(self, "dtype", "bf16"), self.recipe_name,
-                                   width.get(self.grad_dtype))  # memory has no --dtype: bf16 (jobs.memory.schema)
+                                   width.get(self.grad_dtype))  # memory's --dtype too (jobs.memory.schema)
         return {"grad_bytes": grads, "moment_bytes": width.get(self.moment_dtype),
                 "offload_layers": self.offload_layers, "low_precision_weights": self.low_precision_weights,
                 "embedding_loss_slots": self.embedding_loss_slots, "fsdp_float8_all_gather": getattr(
@@ -353,12 +350,9 @@ class StepFields(TC.TpCommFields):  # + --tp-comm-dtype (schema.tp_comm_dtype)
                                                 "(--overlap-moe-expert-parallel-comm): each dispatch / combine runs "
                                                 "beside the other micro-batch's compute, phase by phase; replaces "
                                                 "--ep-overlap.")]
-    fp8_recipe: Annotated[T.choice("tensorwise", "mxfp8"), _f(
-        "tensorwise", "FP8 scaling of the linears with --dtype fp8: tensorwise (per-tensor current or delayed "
-                      "scaling) or mxfp8 (MX 32-element block scaling; parts with block-scaled tensor cores: "
-                      "Blackwell, MI355X).")]
+    fp8_recipe: V.Fp8Recipe
     fp8_attention: TE.Fp8Attention
-    fsdp_float8_all_gather: V.FsdpFloat8AllGather  # torchtitan's; not `memory`'s, which has no --dtype (layout_rules)
+    fsdp_float8_all_gather: V.FsdpFloat8AllGather  # torchtitan's (memory's too: jobs.memory.schema)
     moe_expert_kernels: TE.MoeExpertKernels
     full_iteration_graph: TE.FullIterationGraph
     cuda_graph_scope: TE.CudaGraphScope
@@ -409,9 +403,7 @@ class StepFields(TC.TpCommFields):  # + --tp-comm-dtype (schema.tp_comm_dtype)
 
     @model_validator(mode="after")
     def _fp8_recipe_needs_fp8(self) -> "StepFields":
-        dtype = getattr(self, "dtype", "fp8")
-        if self.fp8_recipe == "mxfp8" and dtype != "fp8":
-            raise InputError("fp8_recipe", "mxfp8", f"applies to --dtype fp8 (not {dtype}); use --dtype fp8")
+        PR.check_fp8_recipe(self)  # --fp8-recipe mxfp8 needs --dtype fp8 (schema.precision_rules, memory's too)
         TE.check_kernel_fields(self)
         return self
 

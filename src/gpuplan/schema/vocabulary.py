@@ -145,6 +145,9 @@ GpuCount = Annotated[Gpus | None, GPU_COUNT]
 Days = option(T.Days | None, None, "Wall-clock deadline: 7, 7d, 36h or 2w (a bare number is days).")
 Dtype = option(T.choice(*DTYPES), "bf16", "Compute dtype whose dense peak FLOP/s is used: bf16, fp16, fp8, fp4 "
                "(4-bit linear layers at the part's FP4 peak: NVFP4 on Blackwell, MXFP4 on MI355X), tf32, fp32.")
+Fp8Recipe = option(T.choice("tensorwise", "mxfp8"), "tensorwise", "FP8 scaling of the linears with --dtype fp8: "
+                   "tensorwise (per-tensor current or delayed scaling) or mxfp8 (MX 32-element block scaling; parts "
+                   "with block-scaled tensor cores: Blackwell, MI355X).")
 Price = option(OnDemandUsd | None, None, "On-demand USD per GPU-hour (overrides the price catalog).", "price catalog")
 
 # ---- layout ---------------------------------------------------------------------------------

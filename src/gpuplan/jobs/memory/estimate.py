@@ -24,6 +24,7 @@ from gpuplan.core.precision import check_recipe_runs_on
 from gpuplan.core.units import format_bytes
 from gpuplan.errors import InputError
 from gpuplan.jobs.calibrated_plan import check_calibrated_memory
+from gpuplan.schema.precision_rules import check_dtype_runs_on
 from gpuplan.schema.shard_group import shard_group_assumption
 from gpuplan.jobs.memory.assumptions import (
     compile_memory_assumption,
@@ -271,10 +272,11 @@ def estimate_memory(inputs: MemoryInputs) -> Report:
     """Per-GPU training memory with verdicts; raises InputError on impossible layouts."""
     inputs = job_inputs(inputs, MemoryInputs)
     spec = inputs.spec()
-    settings = inputs.settings(spec)
-    _validate_settings(settings)
     gpu = resolve_gpu(inputs.gpu)
+    settings = inputs.settings(spec, gpu)
+    _validate_settings(settings)
     check_recipe_runs_on(settings.recipe, gpu)
+    check_dtype_runs_on(inputs, gpu)  # --dtype, --fp8-recipe mxfp8 on the part, as plan's search
     overheads = inputs.overheads_on(gpu, spec)
     layout = resolve_layout(spec, inputs)
     calibration_sections: tuple[Section, ...] = ()
@@ -319,6 +321,8 @@ def estimate_memory(inputs: MemoryInputs) -> Report:
         Line("gpu", "accelerator", gpu.id, text=f"{gpu.name} ({_gib(gpu.memory_bytes)})"),
         Line("layout", "layout", layout_text),
         Line("seq_len", "sequence length", settings.seq_len, "tokens"),
+        Line("dtype", "compute dtype", inputs.dtype, text=inputs.dtype + (f" ({inputs.fp8_recipe})"
+                                                                         if inputs.dtype == "fp8" else "")),
         Line("finetune", "training", settings.finetune if settings.finetune == "full" else
              f"{settings.finetune} (rank {settings.lora_rank})"),
     )
@@ -355,7 +359,8 @@ def _verdict_table(spec, layout, settings, overheads, gpu_ids, known=None,
         on_gpu = overheads.on_device(gpu)
         if on_gpu.hybrid_ep is not None:  # HybridEP's buffers follow each GPU's NVLink domain
             on_gpu = replace(on_gpu, hybrid_ep=replace(on_gpu.hybrid_ep, domain=gpu.scale_up_ranks))
-        fits, headroom, best = (known or {}).get(gpu.id) or verdict(spec, layout, settings, on_gpu, gpu, peaks)
+        on_part = replace(settings, fp8_any_layout_gemm=gpu.fp8_any_layout_gemm)  # TE's weight copies per part
+        fits, headroom, best = (known or {}).get(gpu.id) or verdict(spec, layout, on_part, on_gpu, gpu, peaks)
         rows.append((gpu.id, _gib(gpu.memory_bytes), "fits" if fits else "does not fit", _gib(headroom), best))
         parts.append(gpu)
     return Table("verdict per GPU type", ("gpu", "memory", "verdict", "headroom after margin",

@@ -12,6 +12,7 @@ from gpuplan.schema import te_kernels as TE
 from gpuplan.schema import types as T
 from gpuplan.schema import vocabulary as V
 from gpuplan.schema.model_fields import ModelFields
+from gpuplan.schema.precision_rules import check_fp8_recipe
 from gpuplan.schema.shard_group import check_shard_group
 from gpuplan.schema.training_fields import LayoutFields, SetupFields
 
@@ -49,6 +50,9 @@ class MemoryInputs(ModelFields, LayoutFields, SetupFields):
     compare: Annotated[T.typed(tuple[str, ...], _gpu_list, {"type": "string", "maxLength": 1000}),
                        _f(DEFAULT_VERDICT_GPUS, "GPUs for the verdict table, separated by commas.")]
     gpus: V.GpuCount
+    dtype: V.Dtype  # train's and plan's fields: the same peak, the same memory settings (jobs.memory.settings)
+    fp8_recipe: V.Fp8Recipe
+    fsdp_float8_all_gather: V.FsdpFloat8AllGather
     seq_len: V.SeqLen
     dp: Annotated[V.Degree | None, _f(None, "Data-parallel degree (when --gpus is not given).", "gpus / (tp·pp·cp)")]
     sequence_parallel: V.SequenceParallel
@@ -74,15 +78,23 @@ class MemoryInputs(ModelFields, LayoutFields, SetupFields):
         from gpuplan.core.precision import RECIPE_COMPUTE_DTYPE
         from gpuplan.schema.device_rules import accelerator
 
-        dtype = RECIPE_COMPUTE_DTYPE.get(self.recipe_name)
-        if dtype is None or "compare" not in self.given:
+        if "compare" not in self.given:
             return
+        dtype = RECIPE_COMPUTE_DTYPE.get(self.recipe_name)
         for name in self.compare:
             part = accelerator(name)
-            if part is not None and not part.has_dtype(dtype):
+            if part is None:
+                continue
+            if dtype is not None and not part.has_dtype(dtype):
                 raise InputError("compare", name, f"{part.name} has no {dtype} path for --recipe {self.recipe_name} "
                                  f"(it has {', '.join(d for d, _ in part.peak_flops)}): leave it out, or choose "
                                  "another --recipe")
+            if not part.has_dtype(self.dtype) or (self.fp8_recipe == "mxfp8" and not part.has_dtype("fp4")):
+                what = "MX block-scaled tensor cores for --fp8-recipe mxfp8" if part.has_dtype(self.dtype) else \
+                    f"{self.dtype} path for --dtype {self.dtype}"  # the rules --gpu meets (precision_rules)
+                raise InputError("compare", name, f"{part.name} has no {what} (it has "
+                                 f"{', '.join(d for d, _ in part.peak_flops)}): leave it out, or choose another "
+                                 f"--{'dtype' if 'path' in what else 'fp8-recipe'}")
 
     @property
     def unstated_degrees_are_one(self) -> bool:
@@ -103,6 +115,7 @@ class MemoryInputs(ModelFields, LayoutFields, SetupFields):
             raise InputError("ep_dispatcher", "flex", "needs expert parallelism (--ep > 1): with --ep 1 there is no "
                              "all-to-all")
         self._check_compared_recipe()
+        check_fp8_recipe(self)  # --fp8-recipe mxfp8 needs --dtype fp8, as train / plan (schema.precision_rules)
         stated = self.stated_otherwise("flex_backend", TE.DEFAULT_FLEX_BACKEND)  # deepep, the default: answered
         if stated and self.framework not in TE.MEGATRON_CORE_FRAMEWORKS:  # as train / plan
             raise InputError("flex_backend", self.flex_backend, f"is a Transformer Engine / Megatron-Core path: give "
@@ -177,27 +190,21 @@ class MemoryInputs(ModelFields, LayoutFields, SetupFields):
                          f"{f' x vpp {layout.vpp}' if layout.vpp > 1 else ''}{why}; give a global batch of {least}, "
                          "or fewer pipeline stages")
 
-    def settings(self, spec=None):
-        """The memory model's settings; ``spec`` (the model this job trains, ``self.spec()`` when
-        not passed) sets the MTP modules."""
-        from gpuplan.core.frameworks import deepspeed_bf16_engine
+    def settings(self, spec=None, gpu=None):
+        """The memory model's settings, built as plan's search builds them (jobs.memory.settings: --dtype and
+        --fp8-recipe included); ``spec`` (the model this job trains, ``self.spec()`` when not passed) sets the MTP
+        modules, ``gpu`` (an Accelerator, --gpu's when not passed) TE's weight copies by compute capability."""
+        from gpuplan.adapters.resolve import resolve_gpu
         from gpuplan.core.time.attention_core import execution_kernel
-        from gpuplan.core.memory.training import MemorySettings
+        from gpuplan.jobs.memory.settings import training_memory_settings
 
         spec = spec if spec is not None else self.spec()
-        mtp = spec.mtp_layers
-        return MemorySettings(mtp_layers=mtp, seq_len=self.seq_len, recipe=self.recipe_name, optimizer=self.optimizer,
-                              implementation=self.implementation_name, framework=self.framework,
-                              loss=self.loss_for(spec),
-                              attention_kernel=execution_kernel(self.attention_kernel, spec.model_type, self.framework,
-                                                                self.implementation_name),
-                              recompute=self.recompute_given or self.profile.default_recompute, dropout=self.dropout, finetune=self.finetune,
-                              **self.recompute_settings(), **self.recipe_memory_settings(),
-                              lora_rank=self.lora_rank, moe_capacity_factor=self.moe_capacity_factor,
-                              offload_optimizer=self.offload_optimizer, optimizer_impl=self.optimizer_impl,
-                              # memory has no --dtype: bf16, the dtype train and plan default to (--recipe bf16,
-                              # pure bf16 weights, is not DeepSpeed's BF16_Optimizer: core.frameworks' one rule)
-                              deepspeed_bf16=deepspeed_bf16_engine(self.framework, "bf16", self.recipe_name))
+        gpu = gpu if gpu is not None else resolve_gpu(self.gpu)
+        kernel = execution_kernel(self.attention_kernel, spec.model_type, self.framework, self.implementation_name)
+        return training_memory_settings(self, spec, gpu, kernel, dropout=self.dropout,
+                                        recompute=self.recompute_given or self.profile.default_recompute,
+                                        moe_capacity_factor=self.moe_capacity_factor,
+                                        offload_optimizer=self.offload_optimizer)
 
     def overheads(self):
         from dataclasses import replace

@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from gpuplan.core.memory import training as M
 from gpuplan.core.time.attention_core import execution_kernel, step_kernel
 from gpuplan.core.comm.dp_costs import ParamGather
 from gpuplan.core.comm.dp_overlap import NEMO_BUCKET_PARAMS, schedule_for
@@ -21,16 +20,16 @@ from gpuplan.core.expert_layout import expert_tp_for
 from gpuplan.core.frameworks import deepspeed_bf16_engine, op_sac_fused_qkv
 from gpuplan.core.parallel import check_model_degrees
 from gpuplan.core.precision import RECIPES, check_recipe_runs_on
-from gpuplan.core.memory.activations import saved_linear_input_bytes
 from gpuplan.core.memory.recipe_facts import reduced_grad_bytes
 from gpuplan.core.memory.device_memory import with_ep_dispatcher
-from gpuplan.core.time.step import StepSettings, attention_efficiency, low_precision_recipe
+from gpuplan.core.time.step import StepSettings, attention_efficiency
 from gpuplan.core.comm.topology import cluster_for
 from gpuplan.core.units import SECONDS_PER_DAY, format_bytes, plural
 from gpuplan.errors import InputError
 from gpuplan.schema.shard_group import fixed_shard_group, searches_shard_groups  # --shard-group auto
 from gpuplan.schema.te_kernels import DEFAULT_FLEX_BACKEND
 from gpuplan.jobs.eager_stack import eager_step_settings
+from gpuplan.jobs.memory.settings import training_memory_settings  # memory's builder too
 from gpuplan.jobs.plan.ramp_days import with_ramp_days
 from gpuplan.jobs.plan.completes import check_offer_pick, with_completing_shares
 from gpuplan.jobs.plan.no_fit import no_fit_refusal
@@ -86,18 +85,7 @@ def evaluator_for(inputs, leave_out: str | None = None, kind_correction_rows: in
         cluster = apply_to_cluster(cal, cluster)
         overheads = apply_to_overheads(cal, overheads)
         scale = cal.activation_memory.value
-    memory = M.MemorySettings(seq_len=inputs.seq_len, recipe=inputs.recipe_name, optimizer=inputs.optimizer,
-                              implementation=inputs.implementation_name, finetune=inputs.finetune,
-                              framework=inputs.framework, loss=inputs.loss_for(spec),
-                              lora_rank=inputs.lora_rank, activation_scale=scale,
-                              optimizer_impl=inputs.optimizer_impl, mtp_layers=spec.mtp_layers,
-                              attention_kernel=kernel, **inputs.recompute_settings(), **inputs.recipe_memory_settings(),
-                              # Transformer Engine keeps the linears' inputs quantised (megatron implementation)
-                              linear_input_bytes=saved_linear_input_bytes(low_precision_recipe(inputs.dtype,
-                                                                                                inputs.fp8_recipe)),
-                              fp8_any_layout_gemm=gpu.fp8_any_layout_gemm,  # TE's rule by compute capability
-                              ep_a2a_overlap=bool(inputs.ep_a2a_overlap),
-                              deepspeed_bf16=deepspeed_bf16_engine(inputs.framework, inputs.dtype, inputs.recipe_name))
+    memory = training_memory_settings(inputs, spec, gpu, kernel, activation_scale=scale)
     return Evaluator(spec, cluster, memory, step, overheads, uncertainty_table(spec, inputs.dtype, leave_out,
                      kind_correction_rows), rules_for(inputs.framework).published_reserve, tp_overlap,
                      shard_group=fixed_shard_group(inputs.shard_group))  # auto: None, each row's own (its column)
