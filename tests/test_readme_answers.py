@@ -304,7 +304,7 @@ def _plan_cost(report, argv, run_cli):
 
 
 def _plan_deadline(report, argv, run_cli):
-    """README: 'the fewest GPUs meeting it (640), then cheapest'."""
+    """README: 'the fewest GPUs meeting it (640), on the layout --gpus 640 answers'."""
     r = report["results"]
     _plan_sense(r, argv)
     assert r["best_gpus"] == _readme_number(r"the fewest GPUs meeting it \((\d+)\)")

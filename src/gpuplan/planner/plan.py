@@ -15,6 +15,7 @@ from gpuplan.core.parallel import ParallelLayout
 from gpuplan.core.time.step import StepBreakdown, step_time
 from gpuplan.core.units import SECONDS_PER_DAY, plural
 from gpuplan.errors import InputError, NoLayoutFits
+from gpuplan.planner.deadline_rule import deadline_rows_order, firsts_by_count
 from gpuplan.planner.fallback import exact_batch_counts, fallback_groups
 from gpuplan.planner.fit_count import counts_that_fit
 from gpuplan.planner.search import Evaluator, LayoutTable, rule_refusal, search_layouts
@@ -178,10 +179,8 @@ def ranked_cost(table: LayoutTable, cost: np.ndarray | None) -> np.ndarray | Non
 
 
 def slow_end_seconds_per_token(table: LayoutTable) -> np.ndarray:
-    """Each row's step time per sequence (∝ per token: one seq_len a sequence) at its slow end, step / global
-    batch x (1 + u) where the table
-    carries the layout's uncertainty (planner.uncertainty) and x (1 + kind_bias) where it carries that:
-    of two layouts predicted alike, the one the model has been checked on comes first."""
+    """Each row's step time per sequence at its slow end, step / global batch x (1 + u) where the table carries the
+    layout's uncertainty (planner.uncertainty) and x (1 + kind_bias) where it carries that (the checked kind first)."""
     seconds_per_token = seconds_per_sequence(table)
     if "uncertainty" in table.columns:
         seconds_per_token = seconds_per_token * (1 + table["uncertainty"])
@@ -202,15 +201,14 @@ def ranked_seconds_per_token(table: LayoutTable) -> np.ndarray:
 
 
 def ranking(table: LayoutTable, rank_by: str, cost: np.ndarray | None = None) -> np.ndarray:
-    """Row order, best first: by time (slow_end_seconds_per_token), cost, GPUs then time, or the
-    deadline rule (fewest GPUs, then cheapest: deadline_order). Where the table carries
-    ``failure_share`` (a run's expected wall-clock with failures and checkpoints / its failure-free
-    wall-clock, each layout's own: jobs.plan.completes.completing_rows), time and cost are taken with
-    failures — within a count a layout whose checkpoint is slower to write (ZeRO-0: one replica writes)
-    pays for it — and by time, counts within PLATEAU_SHARE of the best go to the fewest GPUs asked."""
+    """Row order, best first: by time (slow_end_seconds_per_token), cost, GPUs then time, or the deadline rule
+    (deadline_order). Where the table carries ``failure_share`` (expected wall-clock with failures and checkpoints /
+    failure-free, each layout's own: jobs.plan.completes.completing_rows), time and cost are taken with failures
+    (ZeRO-0's slower checkpoint pays) and by time, counts within PLATEAU_SHARE of the best go to the fewest asked."""
     seconds_per_token, cost = ranked_seconds_per_token(table), ranked_cost(table, cost)
-    if rank_by == "deadline":
-        return np.lexsort((_cheapest_key(table, cost, seconds_per_token), table["gpus"]))
+    if rank_by == "deadline":  # time_first: count_first_rows before the deadline's cut (jobs.plan.deadline)
+        first = table["time_first"] if "time_first" in table.columns else count_first_rows(table)
+        return deadline_rows_order(table["gpus"], _cheapest_key(table, cost, seconds_per_token), first)
     if rank_by == "gpus":
         return np.lexsort((seconds_per_token, table["gpus"]))
     if rank_by == "cost" and cost is not None and not np.isnan(cost).all():
@@ -237,24 +235,26 @@ def _cheapest_key(table: LayoutTable, cost: np.ndarray | None, seconds_per_token
     return table["gpus"] * seconds_per_token
 
 
+def count_first_rows(table: LayoutTable) -> np.ndarray:
+    """Whether each row is its GPU count's first by time (ranked_seconds_per_token: `--gpus N`'s pick of N's rows)."""
+    return firsts_by_count(table["gpus"], ranked_seconds_per_token(table)) if len(table) else np.zeros(0, bool)
+
+
 def deadline_order(table: LayoutTable, days: np.ndarray, deadline: float,
                    cost: np.ndarray | None = None) -> np.ndarray:
-    """The deadline rule: the rows that meet ``deadline`` (days), the smallest GPU count first, then the
-    cheapest (cost; GPU-hours when unpriced). ``days``: each row's days after every allowance the answer
-    adds (a row over the deadline here is out): each row's own days with failures, for `plan`, `train` and the
-    training job alike (jobs.plan.deadline.deadline_rows, through jobs.plan.search.search_on).
-    Returns row indices in that order."""
+    """The deadline rule (planner.deadline_rule): the fewest GPUs N whose first layout by time (count_first_rows:
+    `--gpus N`'s) meets ``deadline`` (``days``: each row's own days with failures, jobs.plan.deadline.deadline_rows),
+    and that layout, then the other rows meeting it (deadline_rows_order). Returns row indices in that order."""
     candidates = np.flatnonzero(days <= deadline)
-    key = _cheapest_key(table, cost, seconds_per_sequence(table))
-    return candidates[np.lexsort((key[candidates], table["gpus"][candidates]))]
+    key = _cheapest_key(table, cost, seconds_per_sequence(table))[candidates]
+    first = count_first_rows(table)[candidates]
+    return candidates[deadline_rows_order(table["gpus"][candidates], key, first)]
 
 
 DEADLINE_STEPS = 8
-"""A deadline's answer is sought this finely between two common cluster sizes (deadline_counts_between):
-1/8 of the gap, 1/16 or 1/24 of the smaller size — 32 GPUs (4 nodes of 8) between 512 and 768, 1,024
-(128 nodes) between 16,384 and 24,576 — so from 128 GPUs up (8-GPU nodes; below, a step is one node) it asks
-for at most ~6% more GPUs than the smallest count that meets it, where the common sizes alone (steps of 1.33x
-or 1.5x) could ask for a third more (docs/training.md)."""
+"""A deadline's answer is sought this finely between two common sizes (deadline_counts_between): 1/8 of the gap
+(32 GPUs between 512 and 768): from 128 GPUs up at most ~6% more GPUs than the smallest count meeting it, where
+the common sizes alone could ask for a third more (docs/training.md)."""
 
 
 def deadline_counts_between(searched, meets: int, per_node: int) -> tuple[int, ...]:
@@ -363,9 +363,8 @@ def best_plan(ev: Evaluator, gpus: int, target_batch: float, max_tp: int, limits
     — and the fitting rows it was chosen from. ``weigh``: the fitting rows as ranking should see them
     (`train`'s: jobs.training.layout adds plan's failure_share, jobs.plan.completes). The counts are plan's
     (jobs.plan.search.search_on: search_smaller_first with the same exact_batch_counts, fallback_groups), whatever
-    times the answer: at a given MFU too (s24: the article's mode weighed 1,000's alternatives 960 and 768 by this
-    ranking but not the exact-batch counts, so `train llama-3.1-70b --gpus 1000 --global-batch 1536` ran on 960
-    where 984 asked ran on 984 and `plan` answered 984: more GPUs asked, fewer used, slower at the MFU given)."""
+    times the answer, at a given MFU too (s24: `train llama-3.1-70b --gpus 1000 --global-batch 1536` ran on 960
+    where 984 asked ran on 984 and `plan` answered 984)."""
     smaller = (lambda c: exact_batch_counts(ev, c, target_batch, max_tp, limits)) if rank_by == "time" else None
     searched, _, table = search_smaller_first(lambda counts: search_layouts(ev, counts, target_batch, max_tp, limits),
                                               (gpus,), ev.cluster.gpus_per_node, smaller)

@@ -9,7 +9,7 @@ import numpy as np
 from gpuplan.core.units import SECONDS_PER_DAY, format_duration, plural
 from gpuplan.errors import InputError, whole_or
 from gpuplan.jobs.budget.evaluation import beyond_training
-from gpuplan.planner.plan import deadline_counts_between, deadline_order
+from gpuplan.planner.plan import count_first_rows, deadline_counts_between, deadline_order
 from gpuplan.planner.search import LayoutTable
 from gpuplan.planner.space import DEADLINE_COUNTS_MAX, range_counts
 
@@ -58,12 +58,13 @@ def counts_between(inputs, fitting: LayoutTable, counts, gpus_per_node: int) -> 
 def deadline_rows(inputs, fitting: LayoutTable, counts) -> tuple[LayoutTable, str]:
     """With a deadline (deadline_of), the rows that meet it with failures and checkpoints (each row's own
     days_with_failures, the column the table prints: jobs.plan.completes), in the deadline rule's order
-    (planner.plan.deadline_order: fewest GPUs, then cheapest), and no note; with none, ``fitting`` as is.
+    (planner.plan.deadline_order: fewest GPUs whose first layout by time meets it), and no note; with none, ``fitting`` as is.
     When no row meets the article's default week, the count fastest with failures and a note saying so;
     a --days no row meets is refused with what the fastest layout needs."""
     deadline = deadline_of(inputs)
     if deadline is None:
         return fitting, ""
+    fitting.columns["time_first"] = count_first_rows(fitting)  # before the cut: ranking("deadline") reads it
     meets, missed = deadline_order(fitting, fitting["days_with_failures"], deadline, cost=fitting["cost"]), ""
     if not len(meets):
         quickest = int(np.argmin(fitting["days_with_failures"]))  # fastest as the deadline measures it
@@ -78,4 +79,5 @@ def deadline_rows(inputs, fitting: LayoutTable, counts) -> tuple[LayoutTable, st
         missed = (f"no GPU count up to {max(counts):,} trains it in the article's default {deadline:g} days; "
                   f"{fastest}, shown here: give --days or --gpus for another answer")
         meets = np.flatnonzero(fitting["gpus"] == fitting["gpus"][quickest])
+        fitting.columns["time_first"] = np.zeros(len(fitting), dtype=bool)  # the fastest count's cheapest, as before
     return fitting.take(meets), missed

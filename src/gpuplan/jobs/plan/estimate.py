@@ -42,7 +42,7 @@ RANKED = {"time": "time with failures at each layout's slow end: step x (1 + its
                   "range's high end; fewest GPUs within 1%",
           "cost": "cost with failures at the high end of the failure rate's range, on-demand; the cost column is "
                   "failure-free", "gpus": "gpus",
-          "deadline": "the deadline rule: fewest GPUs meeting it with failures and checkpoints, then cheapest"}
+          "deadline": "the deadline rule: fewest GPUs whose first layout by time meets it with failures and checkpoints"}
 COLUMNS = ("GPUs", "layout", "step s", "± model", "MFU", "days", "w/ failures", "GPU-hours", "cost", "peak/GPU",
            "exposed comm", "bubble", "ranked days")
 """'± model': the layout's uncertainty (planner/uncertainty.py); ranking by time takes each layout at

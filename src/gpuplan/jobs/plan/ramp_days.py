@@ -10,7 +10,7 @@ import numpy as np
 
 from gpuplan.jobs.plan.deadline import deadline_of
 from gpuplan.planner.batch_ramp import with_ramp_factors
-from gpuplan.planner.plan import ranking
+from gpuplan.planner.plan import count_first_rows, ranking
 from gpuplan.schema.batch_ramp_field import typed_text
 
 SCALED = ("days", "gpu_hours", "cost")
@@ -100,8 +100,12 @@ def _order(inputs, deadline: float | None):
             return ranking(t, rank_by, t["cost"])
         with_failures = t["days"] * t["point_share"]
         rows = np.flatnonzero(with_failures <= deadline)
-        if not len(rows):
+        missed = not len(rows)
+        if missed:
             rows = np.flatnonzero(t["gpus"] == t["gpus"][int(np.argmin(with_failures))])
-        return rows[ranking(t.take(rows), rank_by, t["cost"][rows])]
+        part = t.take(rows)
+        if rank_by == "deadline":  # each count's first by time over all its rows, as jobs.plan.deadline marks it
+            part.columns["time_first"] = np.zeros(len(rows), dtype=bool) if missed else count_first_rows(t)[rows]
+        return rows[ranking(part, rank_by, t["cost"][rows])]
 
     return order

@@ -359,8 +359,8 @@ def search_on(inputs, ev: Evaluator, exhaustive: bool = False, progress=None) ->
         more.columns["gpus_asked"] = more["gpus"] if len(more) else np.zeros(0, dtype=np.int64)
         table = LayoutTable.concat([table, more])
         if len(more) and more["fits"].any():
-            fitting = LayoutTable.concat([fitting, _with_days(inputs, ev, more.take(more["fits"]), price,
-                                                              deadline_of(inputs))])
+            # every row kept (no most_days): a count's time-first row decides (planner.plan.deadline_order)
+            fitting = LayoutTable.concat([fitting, _with_days(inputs, ev, more.take(more["fits"]), price)])
         seconds = time.perf_counter() - start
     fitting, missed = deadline_rows(inputs, fitting, counts)
     found = PlanSearch(ev, fitting, table, seconds, price, price_source, counts, target, limits, missed)
