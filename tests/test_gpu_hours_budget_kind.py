@@ -52,15 +52,16 @@ def test_rate_totals_get_no_budget_case():
 
 
 def test_held_out_budget_level():
-    # 19 wall-clock totals, held out (Llama 3.1 405B is the fitted census row): 9.4% mean |error|, bias -0.4%, max 40.8%
-    # (BloombergGPT 50B, whose step the model times at 17.2 s against the run's 32.5 s) at session 24. Bound: the level
-    # + ~1 point; a budget that drifts past the article's 10% fails here.
+    # 19 wall-clock totals, held out (Llama 3.1 405B is the fitted census row): 9.4% mean |error|, bias -0.4% at session
+    # 24. The bound is the article's 10% ('resource waste within 10%'): a budget that drifts past it fails here.
     held = [c for c in validation_cases_once() if c.kind == HELD]
     assert len(held) == 19
     mean_abs = sum(abs(c.error) for c in held) / len(held)
-    assert 0.08 < mean_abs < 0.105
+    assert mean_abs < 0.10
+    # the worst is BloombergGPT, whose paper states a 32.5 s step (arXiv:2303.17564 Sec. 4) where the step model times
+    # ~17 s: a budget below the run's total, its step and not its downtime (the end-to-end kind's basis names both)
     worst = max(held, key=lambda c: abs(c.error))
-    assert worst.id == "bloomberggpt-50b" and worst.error == pytest.approx(-0.408, abs=0.01)
+    assert worst.id == "bloomberggpt-50b" and worst.error < 0
 
 
 def test_budget_case_equals_what_the_budget_command_prints():

@@ -339,7 +339,8 @@ def notes(spec, counts, flops: Flops, inputs: TrainingInputs, plan: Plan,
                    "developers' total, which holds 31% beyond their steady rate, and BioMedLM 2.7B, -22.6% with its "
                    "stack read after its -58.4%: docs/training.md); the GPU-hours budget line adds restarts, tuning "
                    "and evaluation at 5% each: 9.4% mean against the nineteen of them whose totals are wall-clock, "
-                   "bias -0.4% (docs/budget.md 5a)")
+                   "bias -0.4%, because those fixed lines stand in for downtime the failure model does not cover (the "
+                   "totals hold no tuning, and in-loop evaluation is charged already where stated; docs/budget.md 5a)")
     from gpuplan.adapters.resolve import resolve_gpu
     from gpuplan.core.comm.host_tier import assumed_host_note  # the server of NVLink pairs on PCIe it assumed
 
