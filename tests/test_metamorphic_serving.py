@@ -217,6 +217,9 @@ def test_sglang_recommendation_reads_its_own_rule():
     dict(model="llama-2-7b", engine="trtllm", batch=8, context=2048),  # 24 GB: the L4 / A10 held 7 of 8
     dict(model="gpt-oss-20b", engine="sglang", batch=32, context=8192),
     dict(model="llama-2-7b", engine="vllm", batch=1, context=4096),  # the article's 7B FP16: >= 24 GB, unchanged
+    # the proposer's KV cache comes from the same pool (review R1 M2): 48 GB was recommended, an L40S held 47 of 48
+    dict(model="llama-3.1-8b", engine="vllm", batch=48, context=4096, speculative="eagle"),
+    dict(model="llama-3.1-8b", engine="sglang", batch=48, context=4096, speculative="eagle"),
 ])
 def test_every_part_of_the_recommended_size_holds_it(kw):
     """'recommended GPU memory >= N GB': every catalog GPU of N GB that runs the engine holds the load on its own."""

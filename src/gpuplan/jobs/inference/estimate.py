@@ -192,20 +192,24 @@ def _article_section(plan: Plan, batch: int) -> Section:
     one = plan.setup
     memory = M.serving_memory(plan.spec, plan.groups, 0.0, one, 1, 1)
     kv = batch * K.kv_layout(plan.spec, one.kv_bytes, 1, 1, one.block_size).bytes_per_sequence(plan.context)
+    # a proposer's cache grows with the target's, token for token, from the same pool (M.draft_kv_share; review R1 M2:
+    # eagle at batch 48 x 4K recommended 48 GB where an L40S held 47): every rule below needs both caches
+    kv_all = kv / (1 - M.draft_kv_share(plan.spec, one.speculation, one.kv_bytes, 1, 1))
     runtime = one.runtime
     # a class holds it when its smallest part does: '>= 24 GB' held on a 24,564 MiB RTX 4090 and not on a 23,028 MiB A10
     classes = sorted({gb: size for gb, size in reversed(memory_classes(one.fmt.compute_dtype, runtime.engine))}.items())
     if runtime.engine == "vllm":
-        need = (memory.weights + kv + memory.activations + memory.fixed) / runtime.utilization()
+        need = (memory.weights + kv_all + memory.activations + memory.fixed) / runtime.utilization()
         need += runtime.driver_reserved
         fitting = [gb for gb, size in classes if size >= need]
         formula = "(weights + KV + activations + runtime) / utilization + driver reserve"
     else:
-        need, fitting, formula = _own_rule_need(plan, kv, classes)
+        need, fitting, formula = _own_rule_need(plan, kv, kv_all, classes)
     rec = fitting[0] if fitting else None
     return Section("GPU memory to serve it on one GPU (the article's check)", (
-        Line("weights_plus_kv", "weights + KV cache", memory.weights + kv, "bytes",
-             f"{memory.weights / GB:,.1f} GB weights + {kv / GB:,.2f} GB KV cache"),
+        Line("weights_plus_kv", "weights + KV cache", memory.weights + kv_all, "bytes",
+             f"{memory.weights / GB:,.1f} GB weights + {kv_all / GB:,.2f} GB KV cache"
+             + (f" (the proposer's {(kv_all - kv) / GB:,.2f} GB in it)" if kv_all > kv else "")),
         Line("gpu_memory_needed", "device memory needed", need, "bytes", _gb(need),
              formula),
         Line("recommended_gpu_memory_gb", "recommended GPU memory", rec, "GB",
@@ -214,7 +218,8 @@ def _article_section(plan: Plan, batch: int) -> Section:
     ))
 
 
-def _own_rule_need(plan: Plan, kv: float, classes: list[tuple[float, float]]) -> tuple[float, list[float], str]:
+def _own_rule_need(plan: Plan, kv: float, kv_all: float, classes: list[tuple[float, float]]
+                   ) -> tuple[float, list[float], str]:
     """The article's check under SGLang's or TensorRT-LLM's own rule (core.serving.memory), not vLLM's
     gpu_memory_utilization, which it took for every engine: (device bytes needed, the memory classes (GB) whose
     split leaves ``kv`` bytes of KV on one GPU, the formula). TensorRT-LLM: KV = f x (visible - weights - activations
@@ -222,18 +227,19 @@ def _own_rule_need(plan: Plan, kv: float, classes: list[tuple[float, float]]) ->
     context - communicators) - weights, its default fraction read at each memory size, so (weights + KV) / fraction
     + runtime + the driver reserve, at the fraction of the size recommended (the largest when none holds it).
     `infer qwen2.5-14b --engine sglang --batch 8 --context 8192` recommended 48 GB, where an L40S holds 6 of the 8
-    (helper MS s24)."""
+    (helper MS s24). ``kv``: the target's KV of the load, which a class's kv_budget (the target's share) must hold;
+    ``kv_all``: with the proposer's cache, what the device must hold."""
     one = plan.setup
     fits = [(gb, M.serving_memory(plan.spec, plan.groups, size, one, 1, 1)) for gb, size in classes]
     fitting = [gb for gb, m in fits if m.kv_budget >= kv]
     reserve = one.runtime.driver_reserved
     if one.runtime.engine == "trtllm":
         m = fits[0][1] if fits else M.serving_memory(plan.spec, plan.groups, 0.0, one, 1, 1)
-        need = m.weights + m.activations + m.fixed + kv / m.fraction + reserve
+        need = m.weights + m.activations + m.fixed + kv_all / m.fraction + reserve
         return need, fitting, "weights + activations + runtime + KV / free_gpu_memory_fraction + driver reserve"
     at = next((m for gb, m in fits if gb == fitting[0]), None) if fitting else (fits[-1][1] if fits else None)
     at = at or M.serving_memory(plan.spec, plan.groups, 0.0, one, 1, 1)
-    need = (at.weights + kv) / at.fraction + at.fixed + reserve
+    need = (at.weights + kv_all) / at.fraction + at.fixed + reserve
     return need, fitting, (f"(weights + KV) / mem_fraction_static ({at.fraction:.3f} at that size) + CUDA context + "
                            "communicators + driver reserve")
 
