@@ -5,7 +5,10 @@
    4,096 or 8,192 (dp <= 32: the default 4M-token batch is 32 sequences of 131,072), so both fall back
    (planner.fallback.fallback_groups): 4,096's window (multiples of 8, 64, 256 from 4,095 down to 2,048) holds
    2,304 = 9 x 256 (dp32 tp8 pp9), 8,192's window (down to 4,096) holds no count with a layout, and the common sizes
-   below came next (768 first). Now each lower window's stepped counts are weighed too (windows_below).
+   below came next (768 first). Now each lower window's stepped counts are weighed too (windows_below), and a step
+   of at most 64 sequences weighs every smaller count a layout can use, as an exact batch does (FEW_SEQUENCES):
+   the family was not monotone either (1,536 asked: 12.93 days on 1,512 = dp21 tp8 pp9, its batch rounded to 42;
+   2,048: 16.96 on 1,152; 2,304: 15.38); every ask from 1,536 up now answers 1,512, 12.93 days.
 2. `train --days 26.2` solved 368 B200 for qwen2.5-7b under deepspeed on dp368 (25.5 days with failures: the
    cheapest row meeting it on the fewest GPUs), while `train --gpus 368` answered dp184 tp2 (28.4): plan's table of
    368 ranks dp184 tp2 first at its slow end (0.66 s step ±9% against dp368's 0.59 s ±22%). One rule now
@@ -44,16 +47,30 @@ def test_lower_windows_hold_2304_below_8192():
     assert set(counts_below(8192, 8192, 8)) <= set(windows_below(8192, 8192, 8))
 
 
-def test_more_gpus_asked_not_slower_when_no_window_holds_a_layout(run_cli):
-    """4,096 and 8,192 asked both run dp32 tp8 pp9 (32 x 8 x 9 = 2,304 GPUs), the same days (before: 8,192 asked
-    ran on 768, 16.19 days against 15.38)."""
-    small = _results(run_cli, "train", *DEEPSEEK, "--gpus", "4096")
-    large = _results(run_cli, "train", *DEEPSEEK, "--gpus", "8192")
-    for r in (small, large):
-        lay = r["mem_layout"]
-        assert (r["gpus"], lay["dp"], lay["tp"], lay["pp"]) == (2304, 32, 8, 9)
-    assert large["wall_days"] == pytest.approx(small["wall_days"], rel=1e-9)
-    assert large["wall_days"] == pytest.approx(15.38, abs=0.005)
+def test_few_sequences_weigh_every_smaller_count_a_layout_uses():
+    """32 sequences a step (4M tokens / 131,072): dp <= 32; 1,512 = 21 x 8 x 9 and 2,304 = 32 x 8 x 9 are among the
+    counts weighed below 8,192 (tp 8 divides the 16 heads, pp 9 <= 27 layers)."""
+    from gpuplan.jobs.budget.schema import BudgetInputs
+    from gpuplan.jobs.plan.search import evaluator_for, max_tp, space_limits
+    from gpuplan.planner.fallback import exact_batch_counts
+
+    inputs = BudgetInputs(model="deepseek-v2-lite", gpu="l40s", tokens="396B", seq_len=131072,
+                          framework="torchtitan", mfu="predicted", gpus=8192)
+    ev, limits = evaluator_for(inputs), space_limits(inputs)
+    assert inputs.target_batch(131072) == pytest.approx(4 * 2**20 / 131072) == 32
+    assert ev.spec.num_layers == 27 and ev.spec.attention.num_heads % 8 == 0
+    counts = exact_batch_counts(ev, 8191, 32.0, max_tp(ev), limits)
+    assert {21 * 8 * 9, 32 * 8 * 9} <= set(counts) and max(counts) <= 8191
+
+
+@pytest.mark.parametrize("gpus", [1536, 2048, 2304, 4096, 8192])
+def test_more_gpus_asked_not_slower_when_no_window_holds_a_layout(run_cli, gpus):
+    """Every ask runs dp21 tp8 pp9 (21 x 8 x 9 = 1,512 GPUs; 32 sequences rounded up to 42 = 2 x 21), 12.93 days
+    (before: 1,536 -> 12.93, 2,048 -> 16.96 on 1,152, 2,304 and 4,096 -> 15.38 on 2,304, 8,192 -> 16.19 on 768)."""
+    r = _results(run_cli, "train", *DEEPSEEK, "--gpus", str(gpus))
+    lay = r["mem_layout"]
+    assert (r["gpus"], lay["dp"], lay["tp"], lay["pp"], lay["global_batch"]) == (1512, 21, 8, 9, 42)
+    assert r["wall_days"] == pytest.approx(12.93, abs=0.005)
 
 
 def test_deadline_and_gpus_agree_on_layout_and_days(run_cli):

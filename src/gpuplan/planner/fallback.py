@@ -34,6 +34,17 @@ none (the fallbacks above stand), so a batch with many divisors (735,134,400 one
 to 131,072: tests/test_hostile_inputs_2026_12_05.py) keeps the search it had, not a MAX_CANDIDATES refusal."""
 
 
+FEW_SEQUENCES = 64
+"""Without an exact batch, a step of at most this many sequences (dp <= it) makes the counts a layout can use few
+enough to weigh them all as an exact batch's are: deepseek-v2-lite at seq 131,072 (32 sequences a step) on L40S
+answered 15.38 days on 2,304 asked, 16.96 on 2,048 and 12.93 on 1,536 (1,512 = dp21 tp8 pp9 used): more asked,
+slower (helper PL2, s24)."""
+
+FEW_SEQUENCES_COUNTS_MAX = 4096
+"""Most counts weighed so (FEW_SEQUENCES): dp <= 64 x tp x cp x pp stays below it for the catalog's models (that
+ask has 1,419 up to 8,191: searched with the ask in ~0.3 s); past it none, as EXACT_BATCH_COUNTS_MAX."""
+
+
 def exact_batch_counts(ev: Evaluator, gpus: int, target: float, max_tp: int,
                        limits: SpaceLimits | None) -> tuple[int, ...]:
     """Under an exact global batch (--global-batch: dp divides it), the counts up to ``gpus`` a layout can use:
@@ -43,16 +54,20 @@ def exact_batch_counts(ev: Evaluator, gpus: int, target: float, max_tp: int,
     asked never answer slower than fewer: each smaller ask's answer is among them (A9 w14: gpt2-xl on TPU v4
     answered 61.4 days on 20,480 asked, 18.8 on 16,384). () without an exact batch: dp may then be any count
     and the fallbacks above stand."""
-    if limits is None or not limits.exact_batch:
+    if limits is None:
         return ()
-    fixed, spec = limits.fixed, ev.spec
-    dps = [d for d in divisors(max(1, round(batch_target(target, gpus, limits)))) if fixed.get("dp", d) == d]
+    fixed, spec, sequences = limits.fixed, ev.spec, batch_target(target, gpus, limits)
+    if not limits.exact_batch and target > FEW_SEQUENCES:
+        return ()
+    dps = [d for d in (divisors(max(1, round(sequences))) if limits.exact_batch else
+                       range(1, min(int(sequences), FEW_SEQUENCES) + 1)) if fixed.get("dp", d) == d]
     tps = [t for t in range(1, max_tp + 1) if spec.attention.num_heads % t == 0 and fixed.get("tp", t) == t]
     cps = [c for c in range(1, limits.max_cp + 1) if (c == 1 or ev.memory.seq_len % (2 * c) == 0)
            and fixed.get("cp", c) == c]
     pps = [p for p in range(1, spec.num_layers + 1) if fixed.get("pp", p) == p]
     found = {d * t * c * p for d in dps for t in tps for c in cps for p in pps if d * t * c * p <= gpus}
-    return tuple(sorted(found)) if len(found) <= EXACT_BATCH_COUNTS_MAX else ()
+    most = EXACT_BATCH_COUNTS_MAX if limits.exact_batch else FEW_SEQUENCES_COUNTS_MAX
+    return tuple(sorted(found)) if len(found) <= most else ()
 
 
 def has_layout(ev: Evaluator, gpus: int, target: float, max_tp: int, limits: SpaceLimits | None) -> bool:
@@ -86,8 +101,8 @@ def windows_below(gpus: int, below: int, per_node: int) -> tuple[int, ...]:
     below // 4, ...), largest first: where a window holds no count with a layout, the next one down is the window a
     smaller ask draws on. Without them 8,192 L40S asked for deepseek-v2-lite at seq 131,072 (dp at most 32) fell to
     the common sizes (768: 16.19 days) while 4,096 asked found 2,304 = 9 x 256 in its own window (15.38 days): more
-    GPUs asked, slower (helper PL2, s24). Enumerated lazily by fallback_groups (has_layout, ~1 ms a count), which
-    stops at FIRST_GROUP usable counts: at most 48 more a window, log2(below) windows."""
+    GPUs asked, slower (helper PL2, s24). fallback_groups tests them in order (has_layout, ~1 ms a count) and stops
+    at FIRST_GROUP usable counts: at most 48 more a window, log2(below) windows."""
     found: set[int] = set()
     top = below
     while top > 1:
