@@ -126,8 +126,18 @@ YAML_ONLY_BREAKS = {"\x85": "NEXT LINE", "\u2028": "LINE SEPARATOR", "\u2029": "
 TOML do not break there): `# 8 GPUs<U+2028>gpus: 4096` read as a key what shows as a comment (hostile wave 27)."""
 
 
+LONE_CR = re.compile(r"\r(?!\n)")
+"""A carriage return that does not start a CRLF: PyYAML ends a line there, vim and less show it inside one as ^M
+(`# 8 GPUs\rgpus: 4096` planned 4,096 GPUs; review R1, session 24). CRLF files are read as before."""
+
+
 def _no_hidden_breaks(text: str, field: str, where: Any) -> None:
-    """Refuse YAML text holding one of YAML_ONLY_BREAKS, naming its line as an editor counts them."""
+    """Refuse YAML text holding one of YAML_ONLY_BREAKS or a lone carriage return, naming its line as an editor
+    counts them."""
+    if (cr := LONE_CR.search(text)) is not None:
+        raise refusal(field, where, f"cannot be read safely (line {text.count(chr(10), 0, cr.start()) + 1}): a carriage "
+                      "return not followed by a line feed ends a line for YAML but not for an editor, which shows what "
+                      "follows on the same line; use LF or CRLF line endings")
     at = next((i for i, char in enumerate(text) if char in YAML_ONLY_BREAKS), None) \
         if not text.isascii() else None
     if at is not None:

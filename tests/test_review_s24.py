@@ -1,0 +1,28 @@
+"""Mends from the session-24 review (R1): each test fails on the code before its mend."""
+
+import pytest
+
+from helpers import field_refusal
+
+
+@pytest.mark.parametrize("text, line", [
+    ("model: llama-3.1-8b\ngpu: h100\n# the usual 8 GPUs\rgpus: 4096\n", 3),  # a key hidden in a comment (vim: ^M)
+    ("model: llama-3.1-8b\r\ngpu: h100\r\ngpus: 8\rtp: 2\r\n", 3),            # a lone CR inside a CRLF file
+])
+def test_yaml_plan_file_with_a_lone_carriage_return_is_refused(run_cli, tmp_path, text, line):
+    """PyYAML ends a line at a carriage return that starts no CRLF; vim and less show it inside one (^M): the same
+    attack as U+2028 (hostile wave 27), refused naming the file and the line an editor counts."""
+    plan = tmp_path / "p.yaml"
+    plan.write_bytes(text.encode())
+    err = field_refusal(run_cli("memory", str(plan)), "plan file", f"(line {line}): a carriage return")
+    assert "use LF or CRLF line endings" in err
+
+
+def test_yaml_plan_file_with_crlf_line_endings_is_read(run_cli, tmp_path):
+    """A Windows file (CRLF everywhere) reads as its LF twin does."""
+    crlf, lf = tmp_path / "crlf.yaml", tmp_path / "lf.yaml"
+    body = "model: llama-3.1-8b\ngpu: h100\ngpus: 8\n"
+    crlf.write_bytes(body.replace("\n", "\r\n").encode())
+    lf.write_bytes(body.encode())
+    a, b = run_cli("memory", str(crlf), "--json"), run_cli("memory", str(lf), "--json")
+    assert a[0] == b[0] == 0 and a[1] == b[1]
