@@ -26,3 +26,11 @@ def test_yaml_plan_file_with_crlf_line_endings_is_read(run_cli, tmp_path):
     lf.write_bytes(body.encode())
     a, b = run_cli("memory", str(crlf), "--json"), run_cli("memory", str(lf), "--json")
     assert a[0] == b[0] == 0 and a[1] == b[1]
+
+
+def test_rate_text_rounding_up_to_one_reads_as_one_does():
+    """A rate just below 1 request/s rounds to three significant figures as '1'; 1.0 itself prints '1.00'."""
+    from gpuplan.jobs.inference.sizing_text import rate_text
+
+    assert rate_text(0.9996) == rate_text(1.0) == "1.00"
+    assert rate_text(0.0527) == "0.0527" and rate_text(0.54) == "0.54"

@@ -12,7 +12,7 @@ so P(W > 0) = rho (an arrival waits iff it finds the server busy, PASTA) and, fo
 e^{rho t / D}. The sum alternates and its terms grow like e^{lambda t}: it is summed exactly (math.fsum) while the sum
 of its terms' magnitudes stays below STABLE_MAGNITUDE, and past that the Cramer-Lundberg asymptote of an M/G/1 wait
 with a light-tailed service time (Tijms, A First Course in Stochastic Models, Wiley 2003, the M/G/1 queue's waiting-time
-tail) is used, which the exact sum meets to 1e-5 and closer from t = 3 D at rho >= 0.3 (the further roots of the
+tail) is used, which the exact sum meets to within 1e-3 (relative) from t = 3 D and 2e-5 from t = 8 D at rho >= 0.3 (the further roots of the
 characteristic equation decay far faster than theta; tests/test_queue_tail_s24.py):
 
   P(W > t) ~ C e^{-theta t},  rho (e^{theta D} - 1) = theta D,  C = (1 - rho) / (rho e^{theta D} - 1)

@@ -14,7 +14,7 @@ from gpuplan.jobs.inference.sizing_text import placement, rate_text
 LOW_SHARE = 0.2
 """The note is said below this prefill share of a replica. Where M/M/1's tail allows a share rho_M at a target wait
 w = ln(100 rho_M) / (1 - rho_M) prefills, M/D/1 allows rho_D with its p99 wait = w (queue_tail.md1_wait_p99), and a
-TTFT-bound sizing needs rho_D / rho_M times fewer replicas: 5.1 at rho_M 0.027 (w 1.05), 3.4 at 0.13, 2.65 at 0.205,
+TTFT-bound sizing needs rho_D / rho_M times fewer replicas: 5.1 at rho_M 0.027 (w 1.02), 3.5 at 0.13, 2.65 at 0.205,
 2.0 at 0.31, 1.34 at 0.59, 1.14 at 0.78. Below 0.2 the two readings differ by more than 2.5x, more than the
 roofline's efficiency ranges move the answer; above it the gap falls toward the size of those ranges."""
 

@@ -149,7 +149,8 @@ def rate_text(rate: float) -> str:
     """Requests a second as the answer prints them: two decimals with thousands separators, three significant
     digits below 1 ('--rps 1e-6' printed 'at 0.00 requests/s a replica'; H1 wave 20's found list; below 1 two decimals
     lost up to 10%: 'tp 4, 19 replicas, 0.05 req/s per replica' for 1 request/s, 0.0527 a replica, helper MS s24)."""
-    return f"{rate:,.2f}" if rate >= 1 or rate == 0 else f"{rate:.3g}"
+    small = f"{rate:.3g}"
+    return f"{rate:,.2f}" if rate >= 1 or rate == 0 or small == "1" else small  # 0.9996 reads '1.00' as 1.0 does (R1)
 
 
 def ms_text(seconds: float) -> str:
