@@ -34,3 +34,14 @@ def test_rate_text_rounding_up_to_one_reads_as_one_does():
 
     assert rate_text(0.9996) == rate_text(1.0) == "1.00"
     assert rate_text(0.0527) == "0.0527" and rate_text(0.54) == "0.54"
+
+
+def test_explain_claims_no_shortfall_met_by_zero3_over_one_rank():
+    """`--zero 3` given at dp x cp = 1 shards over one rank, saving nothing (the note train and plan print): explain
+    said 'memory shortfall met with ZeRO-3' for it, since no row without ZeRO-3 was left to compare (review R1 S1)."""
+    from gpuplan.jobs.plan.estimate import plan_report
+    from gpuplan.jobs.plan.schema import PlanInputs
+
+    report = plan_report(PlanInputs(model="llama-3.1-8b", tokens=1e12, gpu="h100", gpus=8, tp=8, zero=3, explain=True))
+    assert " tp8 " in report.value("best_layout") and "ZeRO-3" in report.value("best_layout")
+    assert report.section_of("why_shortfall") is None

@@ -65,13 +65,15 @@ def why_lines(plan: Plan, table: LayoutTable) -> tuple[Line, ...]:
     lines = [Line("why_headroom", "memory headroom after the margin", headroom, "bytes", format_bytes(headroom),
                   "the article: spend headroom on a bigger micro-batch" if headroom > 0.25 * plan.budget_bytes else
                   "little headroom left")]
-    if plan.recompute != "none" or plan.layout.zero == 3:
+    # ZeRO-3 over one data-parallel rank (dp x cp = 1, a --zero given) shards nothing: no shortfall it met (review R1 S1)
+    sharded = plan.layout.zero == 3 and plan.layout.dp * plan.layout.cp > 1
+    if plan.recompute != "none" or sharded:
         same = np.ones(len(table), dtype=bool)
         for key in ("gpus", "dp", "tp", "pp", "vpp", "cp", "ep", "micro_batch"):
             same &= table[key] == getattr(plan.layout, key, plan.gpus if key == "gpus" else None)
-        plain = same & (table["zero"] < 3) & (table["recompute"] == 0)
+        plain = same & ((table["zero"] < 3) | (table["dp"] * table["cp"] == 1)) & (table["recompute"] == 0)
         if not bool(table["fits"][plain].any()):
-            used = ("ZeRO-3 " if plan.layout.zero == 3 else "") + (f"{plan.recompute} recompute"
+            used = ("ZeRO-3 " if sharded else "") + (f"{plan.recompute} recompute"
                                                                      if plan.recompute != "none" else "")
             lines.append(Line("why_shortfall", "memory shortfall met with", used.strip(), text=used.strip(),
                               formula="the article: ZeRO-3 or recomputation first; full recompute costs ~33% "
