@@ -10,6 +10,7 @@ numbers a training estimate already has and returns the report sections "Data lo
 from __future__ import annotations
 
 import math
+import statistics
 from dataclasses import dataclass, field
 
 from gpuplan.catalog.storage import storage_spec
@@ -169,7 +170,8 @@ def resolve_prices(gpu_id: str, s: BudgetSettings) -> Prices:
     per_provider = provider_prices(gpu_id) if s.provider is None and not s.price else {}
     values = [v for v, _ in per_provider.values()]
     low, high = (min(values), max(values)) if values else (od, od)
-    reserved = lookup_price(gpu_id, "reserved", s.provider)
+    reserved = lookup_price(gpu_id, "reserved", s.provider) if s.provider and not s.price else \
+        _discounted_reserved(od, gpu_id, s.provider, "--price" if s.price else "the median on-demand price")
     spot, spot_src = (s.spot_price, "given (--spot-price)") if s.spot_price else (None, "")
     if spot is not None and od is not None and spot > od:  # a negative discount: --spot-discount takes 0-99.9%
         raise InputError("spot_price", whole_or(spot), f"must be at most the on-demand "
@@ -190,6 +192,24 @@ def resolve_prices(gpu_id: str, s: BudgetSettings) -> Prices:
         spot, spot_src = K.spot_price(od, discount[0]), f"on-demand x (1 - {format_percent(discount[0])}); {discount[1]}"
     return Prices(od, od_src, spot, spot_src or "no on-demand price to discount",
                   reserved[0] if reserved else None, reserved[1] if reserved else "", low, high)
+
+
+def _discounted_reserved(od: float | None, gpu_id: str, provider: str | None, basis: str) -> tuple[float, str] | None:
+    """The reserved price beside an on-demand price ``od`` that is not one provider's own (--price, or the median over
+    providers): ``od`` less the published reserved discount, the median of 1 - reserved / on-demand over this GPU's rows
+    that publish both (the provider's only, if given), as spot takes its published discount; None where no row
+    publishes both (no reserved line). The median of the reserved prices alone is other providers' discount off other
+    on-demand prices: `budget --gpu h100 --price 1` priced reserved at that $3.82, $15,548 against $4,072 on demand,
+    and a100's default priced it above on-demand ($1.77 median reserved of 2 providers, $1.71 median on-demand of 8;
+    session 24, helper MT2)."""
+    from gpuplan.catalog.pricing import price_rows
+
+    pairs = [(r, 1 - r.reserved / r.on_demand) for r in price_rows(gpu_id, provider) if r.reserved and r.on_demand]
+    if od is None or not pairs:
+        return None
+    off = statistics.median(d for _, d in pairs)
+    detail = ", ".join(f"{r.provider} {r.sku} {d:.0%}" for r, d in pairs)
+    return od * (1 - off), f"{basis} x (1 - {format_percent(off)}); median reserved discount: {detail}"
 
 
 def _spot_bound_basis(gpu_id: str, s: BudgetSettings, per_provider: dict) -> str:
