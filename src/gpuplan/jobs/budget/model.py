@@ -200,7 +200,7 @@ def _discounted_reserved(od: float | None, gpu_id: str, provider: str | None, ba
     that publish both (the provider's only, if given), as spot takes its published discount; None where no row
     publishes both (no reserved line). The median of the reserved prices alone is other providers' discount off other
     on-demand prices: `budget --gpu h100 --price 1` priced reserved at that $3.82, $15,548 against $4,072 on demand,
-    and a100's default priced it above on-demand ($1.77 median reserved of 2 providers, $1.71 median on-demand of 8;
+    and a100's default priced it above on-demand ($1.77 median reserved of 2 providers, $1.71 median on-demand of 5;
     session 24, helper MT2)."""
     from gpuplan.catalog.pricing import price_rows
 
