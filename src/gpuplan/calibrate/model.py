@@ -192,19 +192,36 @@ def ratio_range(name: str, reference_gpus: tuple[str, ...]) -> tuple[float, floa
 
 
 def _factor(raw: dict, name: str, reference_gpus: tuple[str, ...]) -> Factor:
-    factor = _build(Factor, raw, name)  # value: a finite number (_of_kind)
+    _check_value(raw, name, reference_gpus)
+    factor = _build(Factor, raw, name)  # the other fields, each of its kind (_of_kind)
     if factor.status not in STATUSES:
         raise ValueError(f"bad factor {raw!r}")
     if factor.unit != default_factor(name).unit:  # a ratio marked 'bytes' escaped the ratio bound (wave 7)
         raise ValueError(f"{name}.unit must be {default_factor(name).unit!r}, not {factor.unit!r}")
-    low, high, why = ratio_range(name, reference_gpus)
-    if factor.unit == "x" and not low <= factor.value <= high:  # the field's path and the value as written
-        raise InputError(f"calibration: {name}.value", raw["value"], why)
-    if factor.unit == "bytes" and abs(factor.value) > MAX_OVERHEAD_BYTES:
-        raise InputError(f"calibration: {name}.value", raw["value"], "a fixed memory overhead in bytes must be "
-                         "within +-1 TiB (2^40 B), more than any accelerator holds")
     _check_band(factor, name)
     return factor
+
+
+def _check_value(raw: Any, name: str, reference_gpus: tuple[str, ...]) -> None:
+    """A factor's value, read before its other fields and refused naming its path (calibration: compute_time.value)
+    with the range it must lie in: a ratio's ratio_range, a byte overhead's +-1 TiB. Hostile wave 28: a subnormal
+    (1e-320), text ('10'), a boolean or null was refused as the whole document 'incomplete or malformed', NaN / inf
+    so at the Python door only, and an integer past float range (10**400) ended in OverflowError there."""
+    if not isinstance(raw, dict) or "value" not in raw:
+        return  # _build names what is missing
+    value = raw["value"]
+    if default_factor(name).unit == "x":
+        low, high, why = ratio_range(name, reference_gpus)
+    else:
+        low, high, why = -MAX_OVERHEAD_BYTES, MAX_OVERHEAD_BYTES, ("a fixed memory overhead in bytes must be within "
+                                                                   "+-1 TiB (2^40 B), more than any accelerator holds")
+    number = isinstance(value, int | float) and not isinstance(value, bool)
+    if not number:
+        raise InputError(f"calibration: {name}.value", value, f"is not a number; {why}")
+    if not low <= value <= high:  # NaN fails it; an int compares exactly (10**400 overflows no float)
+        raise InputError(f"calibration: {name}.value", value, why)
+    if 0 < abs(value) < sys.float_info.min:  # a byte overhead's 1e-320: within the bound, but no float read
+        raise InputError(f"calibration: {name}.value", value, f"is subnormal (0 < |value| < 2.2e-308); {why}")
 
 
 def _check_band(factor: Factor, name: str) -> None:
@@ -250,8 +267,10 @@ def _of_kind(value: Any, kind: str) -> bool:
     if isinstance(value, bool):
         return False
     if kind.startswith(("float", "int")):
-        return isinstance(value, int | float) and math.isfinite(value) and (kind.startswith("float") or (
-            isinstance(value, int) and value >= 0)) and not 0 < abs(value) < sys.float_info.min
+        finite = math.isfinite(value) if isinstance(value, float) else isinstance(value, int) and \
+            value.bit_length() <= 1023  # math.isfinite(10**400) raised OverflowError (hostile wave 28)
+        return finite and (kind.startswith("float") or (isinstance(value, int) and value >= 0)) and \
+            not 0 < abs(value) < sys.float_info.min
     if kind.startswith("tuple"):
         return all(isinstance(item, str) for item in value) if isinstance(value, tuple) else False
     return isinstance(value, dict) if kind == "dict" else isinstance(value, str)

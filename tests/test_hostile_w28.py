@@ -1,0 +1,108 @@
+"""Hostile inputs, wave 28 (helper HX3, session 24): a calibration factor's value at and past its bounds, typed
+wrong, or past float range; an option typed with a Unicode dash. Each is refused in one line naming the field, exit
+status 2, the same field at every door."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from helpers import field_refusal
+
+# ---- 1. a calibration factor's value: always named by its path, with the range it must lie in ----------------------
+
+H200 = Path(__file__).parent / "fixtures" / "h200"
+RANGE = "must be within 0.1 to 10"
+ASK = {"model": "llama-3.2-1b", "gpu": "h200", "gpus": 8, "tokens": "1B", "framework": "hf"}
+
+
+@pytest.fixture(scope="module")
+def h200_doc():
+    """The calibration the two H200 trials of tests/fixtures/h200 fit (compute_time 0.8635, as test_hostile_w27b)."""
+    from gpuplan.calibrate import fit_calibration, load_measurement
+    from gpuplan.calibrate.model import calibration_to_dict
+
+    cal = fit_calibration([load_measurement(p) for p in sorted(H200.glob("*.json"))])
+    assert cal.compute_time.value == pytest.approx(0.8635, abs=5e-4)
+    return json.loads(json.dumps(calibration_to_dict(cal)))
+
+
+def _with(doc: dict, name: str, value) -> dict:
+    out = json.loads(json.dumps(doc))
+    out[name].update(value=value, stderr=None, low=None, high=None)
+    return out
+
+
+@pytest.mark.parametrize("name, value, words", [
+    ("compute_time", 1e-320, RANGE), ("compute_time", 5e-324, RANGE), ("attention_time", -1e-310, RANGE),
+    ("compute_time", "10", "is not a number; a ratio factor"), ("comm_time", True, "is not a number"),
+    ("activation_memory", None, "got no value; is not a number"), ("compute_time", [1], "is not a number"),
+    ("memory_overhead", "5", "is not a number; a fixed memory overhead in bytes must be within +-1 TiB"),
+    ("memory_overhead", 1e-320, "is subnormal"),
+])
+def test_a_factor_value_of_no_range_is_named_by_its_path_at_every_door(run_cli, client, tmp_path, h200_doc, name,
+                                                                       value, words):
+    """1e-320 (subnormal), '10', true, null or a list was refused as the whole document ('calibration: got ...; is
+    incomplete or malformed (compute_time.value must be a finite number, not 1e-320)'), naming no field and not the
+    0.1-10 range a factor must lie in (review R2's note)."""
+    import gpuplan
+    from gpuplan import InputError
+
+    doc = _with(h200_doc, name, value)
+    path = tmp_path / "cal.json"
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    field = f"calibration: {name}.value"
+    flags = [f"--{k.replace('_', '-')}={v}" for k, v in ASK.items()]
+    flag = field_refusal(run_cli("train", *flags, f"--calibration={path}"), field, words)
+    plan = tmp_path / "ask.yaml"
+    plan.write_text("".join(f"{k}: {v}\n" for k, v in ASK.items()) + f"calibration: {path}\n", encoding="utf-8")
+    assert field_refusal(run_cli("train", str(plan)), f"{plan}: {field}", words).replace(f"{plan}: ", "") == flag
+    response = client.post("/api/training", json={**ASK, "calibration": doc})
+    assert response.status_code == 422 and response.json()["field"] == field and words in response.json()["message"]
+    with pytest.raises(InputError) as caught:
+        gpuplan.estimate_training(gpuplan.TrainingInputs(**ASK, calibration=doc))
+    assert caught.value.field == field and words in str(caught.value)
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), -float("inf"), 10**400, -(10**400)])
+def test_a_python_callers_non_finite_or_huge_factor_names_the_factor(h200_doc, value):
+    """The CLI and the API read a NaN / Infinity / 1e400 as 'calibration: compute_time.value: ... must be a finite JSON
+    number'; a Python caller's dict said 'calibration: ... incomplete or malformed' (NaN, inf) or ended in
+    OverflowError: int too large to convert to float (10**400; over the API, an internal failure)."""
+    import gpuplan
+    from gpuplan import InputError
+
+    with pytest.raises(InputError) as caught:
+        gpuplan.TrainingInputs(**ASK, calibration=_with(h200_doc, "compute_time", value))
+    assert caught.value.field == "calibration: compute_time.value" and RANGE in str(caught.value)
+
+
+@pytest.mark.parametrize("where, key", [("reference", "gemm_dim"), ("compute_time", "stderr"),
+                                        ("compute_time", "n_measurements")])
+def test_a_huge_integer_elsewhere_in_a_calibration_is_refused_not_raised(h200_doc, where, key):
+    from gpuplan import InputError
+    from gpuplan.calibrate.model import calibration_from_dict
+
+    doc = json.loads(json.dumps(h200_doc))
+    doc[where][key] = 10**400  # a Python caller's int: math.isfinite raised OverflowError
+    with pytest.raises(InputError, match=f"{key} must be"):
+        calibration_from_dict(doc, "doc")
+
+
+@pytest.mark.parametrize("name, value", [("compute_time", 0.1), ("compute_time", 10), ("activation_memory", 10.0)])
+def test_the_bounds_themselves_are_read(h200_doc, name, value):
+    from gpuplan.calibrate.model import calibration_from_dict
+
+    assert calibration_from_dict(_with(h200_doc, name, value), "doc").factor(name).value == value
+
+
+def test_a_cpu_stand_ins_subnormal_time_factor_names_its_own_range(h200_doc):
+    from gpuplan import InputError
+    from gpuplan.calibrate.model import calibration_from_dict
+
+    cpu = json.loads(json.dumps(h200_doc))
+    cpu["reference"]["gpus"] = ["cpu"]
+    with pytest.raises(InputError, match="within 0.001 to 1000") as caught:
+        calibration_from_dict(_with(cpu, "compute_time", 1e-320), "doc")
+    assert caught.value.field == "calibration: compute_time.value"
