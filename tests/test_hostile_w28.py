@@ -106,3 +106,31 @@ def test_a_cpu_stand_ins_subnormal_time_factor_names_its_own_range(h200_doc):
     with pytest.raises(InputError, match="within 0.001 to 1000") as caught:
         calibration_from_dict(_with(cpu, "compute_time", 1e-320), "doc")
     assert caught.value.field == "calibration: compute_time.value"
+
+
+# ---- 2. an option typed with a Unicode dash (pasted from a document) -------------------------------------------------
+
+
+@pytest.mark.parametrize("args, shown, dash, fixed", [
+    (("train", "\u2014gpus", "8"), "\u2014gpus", "em dash U+2014", "--gpus"),
+    (("train", "\u2014gpus"), "\u2014gpus", "em dash U+2014", "--gpus"),
+    (("memory", "--model", "llama-3.1-8b", "\u2013\u2013dtype", "fp8"), "\u2013\u2013dtype", "en dash U+2013",
+     "--dtype"),
+    (("memory", "--model", "llama-3.1-8b", "\u2212\u2212dtype=fp8"), "\u2212\u2212dtype=fp8", "minus sign U+2212",
+     "--dtype=fp8"),
+    (("train", "--gpus", "8", "\uff0d\uff0dtp", "2"), "\uff0d\uff0dtp", "fullwidth hyphen-minus U+FF0D", "--tp"),
+    (("catalog", "models", "\u2013f", "json"), "\u2013f", "en dash U+2013", "-f"),
+])
+def test_an_option_typed_with_a_unicode_dash_is_named_with_its_ascii_form(run_cli, args, shown, dash, fixed):
+    """click read '—gpus' as the command's TARGET: `train —gpus 8` was told "arguments: got '8'; not expected",
+    `train —gpus` "model: got '—gpus'; not in the catalog", `memory ... —dtype fp8` "arguments: got 'fp8'"."""
+    code, out, err = run_cli(*args)
+    assert (code, out) == (2, "") and err == (f"error: {shown}: starts with the {dash}, not the ASCII hyphen-minus an "
+                                              f"option is written with; write {fixed} (a file so named: ./{shown})\n")
+
+
+@pytest.mark.parametrize("args", [("train", "--", "\u2014gpus"), ("train", "\u2014"), ("train", "\u22128")])
+def test_a_dash_word_that_names_no_option_is_left_to_its_field(run_cli, args):
+    """After a bare '--', a lone dash or a dash before a digit (a minus sign) the word is the TARGET as before."""
+    code, out, err = run_cli(*args)
+    assert code == 2 and err.startswith("error: model: got ") and "ASCII" not in err, err

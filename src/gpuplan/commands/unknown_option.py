@@ -95,3 +95,30 @@ def _budget_field(name: str) -> bool:
         return name.lstrip("-").replace("-", "_") in JOBS["budget"].schema.model_fields
     except (ImportError, KeyError):
         return False
+
+
+UNICODE_DASHES = "\u2010\u2011\u2012\u2013\u2014\u2015\u2212\ufe58\ufe63\uff0d"
+"""Dashes a word processor or chat client puts for '--' or '-' (Unicode's Pd hyphens and dashes U+2010-2015, the
+minus sign U+2212, the small and fullwidth hyphen-minus U+FE58 / U+FE63 / U+FF0D)."""
+
+
+def dash_typed_option(argv: list[str]) -> str | None:
+    """The line for the first word, before a bare '--', that starts with a Unicode dash then a letter
+    (``—gpus``: an option pasted from a document): click read it as the command's TARGET, so `train —gpus 8` was
+    told "arguments: got '8'; not expected" and `train —gpus` "model: got '—gpus'; not in the catalog", naming
+    neither the dash nor the option (hostile wave 28). None when every word is written with ASCII hyphens."""
+    for arg in argv:
+        if arg == "--":
+            return None
+        bare = arg.lstrip("-" + UNICODE_DASHES)
+        head = arg[:len(arg) - len(bare)]
+        dash = next((c for c in head if c in UNICODE_DASHES), None)
+        if dash is None or not bare[:1].isalpha():
+            continue
+        import unicodedata  # only such a word needs it
+
+        fixed = ("-" if len(bare.split("=", 1)[0]) == 1 else "--") + bare
+        return (f"{_shown(arg)}: starts with the {unicodedata.name(dash, 'dash').lower()} U+{ord(dash):04X}, not "
+                f"the ASCII hyphen-minus an option is written with; write {_shown(fixed)} "
+                f"(a file so named: ./{_shown(arg)})")
+    return None
