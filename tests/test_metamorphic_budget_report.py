@@ -139,3 +139,31 @@ def test_the_web_budget_is_the_python_answer(client):
     py = estimate_budget(ASK).to_dict()["results"]
     assert en == zh == json.loads(json.dumps(py))
     assert en["cost_reserved_usd"] == pytest.approx(en["cost_gpu_hours_on_demand"] * 3.99 * 0.85, rel=1e-9)
+
+
+def test_the_reports_memory_section_names_the_budgets_other_layout(run_cli, tmp_path):
+    """One plan file (llama-3.1-8b, h100, 64 GPUs, 100B tokens, no degrees): the report's budget section runs the
+    planner's dp32 tp1 pp2 vpp8 ZeRO-1 mb1 at 1,024 sequences a step (42.76 GiB allocated, fits yes) while its memory
+    section checks `gpuplan memory`'s defaults for the file, dp64 tp1 pp1 (66.26 GiB, 'fits NO' by 5.42 MiB), with
+    nothing saying the two are different layouts. The memory numbers stay `gpuplan memory`'s; a note now names both
+    and the fields that state the budget's layout. Stated in the file, memory gives the budget's 42.76 GiB and no
+    note."""
+    plan = tmp_path / "p.yaml"
+    plan.write_text("model: llama-3.1-8b\ngpu: h100\ngpus: 64\ntokens: 100B\n")
+    md = tmp_path / "r.md"
+    args = ("--out", str(tmp_path / "r.html"), "--markdown", str(md), "--no-plots")
+    code, _, err = run_cli("report", str(plan), *args)
+    assert code == 0, err
+    text = md.read_text()
+    assert "| fits | NO |" in text and "| allocated peak (PyTorch tensors) | 66.26 GiB |" in text
+    assert ("this section checks the layout the plan file states (dp 64 x tp 1 x pp 1 x cp 1, ep 1, ZeRO-1, "
+            "micro-batch 1): 66.26 GiB allocated; the budget section runs dp32 tp1 pp2 vpp8 ZeRO-1 mb1, no recompute "
+            "on 64 GPUs: 42.76 GiB allocated, fits yes") in text
+    assert "(tp: 1, pp: 2, vpp: 8, cp: 1, ep: 1, zero: 1, micro_batch: 1, recompute: none, global_batch: 1024)" in text
+    plan.write_text(plan.read_text() + "tp: 1\npp: 2\nvpp: 8\ncp: 1\nep: 1\nzero: 1\nmicro_batch: 1\nrecompute: none\n"
+                    "global_batch: 1024\n")
+    code, _, err = run_cli("report", str(plan), *args)
+    assert code == 0, err
+    text = md.read_text()
+    assert "this section checks" not in text
+    assert "| allocated peak (PyTorch tensors) | 42.76 GiB |" in text

@@ -100,6 +100,10 @@ def reports_for_plan(data: dict[str, Any], where: str, sections: str | tuple[str
             if name == "inference" and "gpu" not in (nested or {}):
                 raise in_report(refusal) from None
             raise
+        if name == "memory" and not note and "budget" in sections:
+            from gpuplan.report.layout_note import with_budget_contrast
+
+            report = with_budget_contrast(report, run("budget"))
         done[name] = auto.with_note(report, note) if note else report
         return done[name]
 
