@@ -134,3 +134,31 @@ def test_a_dash_word_that_names_no_option_is_left_to_its_field(run_cli, args):
     """After a bare '--', a lone dash or a dash before a digit (a minus sign) the word is the TARGET as before."""
     code, out, err = run_cli(*args)
     assert code == 2 and err.startswith("error: model: got ") and "ASCII" not in err, err
+
+
+# ---- 3. a campaign without prices says where a price goes -------------------------------------------------------------
+
+UNPRICED = {"model": "llama-3.2-1b", "gpu": "gb200", "mfu": 0.4, "stages": [{"name": "pretrain", "tokens": "1B",
+                                                                                "gpus": 8}]}
+
+
+def test_an_unpriced_campaign_names_the_stage_field_not_an_option_it_lacks(run_cli, client, tmp_path):
+    """The totals, the stage cells and the note said 'give --price' (the note: 'give --price to that stage or at the
+    top level'), and `gpuplan campaign FILE --price 3` is refused ('--price: not an option of gpuplan campaign; a
+    stage's field goes in FILE'). GB200 has no published price (docs/budget.md section 4)."""
+    import yaml
+
+    plan = tmp_path / "c.yaml"
+    plan.write_text(yaml.safe_dump(UNPRICED), encoding="utf-8")
+    note = "the money totals are n/a (give that stage a price: (USD per GPU-hour), or one at the top level"
+    for fmt in ("table", "markdown", "csv"):
+        code, out, err = run_cli("campaign", str(plan), "--format", fmt)
+        assert code == 0 and "--price" not in out and "n/a (no price)" in out, (fmt, err, out)
+        assert fmt == "csv" or note in out, out
+    assert run_cli("campaign", str(plan), "--price", "3")[0] == 2
+    body = client.post("/api/campaign", json=UNPRICED).json()["report"]  # the campaign's own report, not a stage's
+    assert any(note in n for n in body["notes"]) and "--price" not in str(body["notes"]), body["notes"]
+    priced = {**UNPRICED, "stages": [{**UNPRICED["stages"][0], "price": 6.0}]}  # the field the note names is read
+    plan.write_text(yaml.safe_dump(priced), encoding="utf-8")
+    code, out, err = run_cli("campaign", str(plan))
+    assert code == 0 and "n/a" not in out.split("Stages")[0], out

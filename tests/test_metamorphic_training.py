@@ -54,7 +54,7 @@ def test_an_unpriced_campaign_prints_n_a_and_says_why(run_cli, tmp_path):
                     "  - {name: anneal, tokens: 1B, gpus: 16}\n")
     code, out, err = run_cli("campaign", str(plan))
     assert code == 0, err
-    assert "n/a (a stage has no price: give --price)" in out
+    assert "n/a (a stage has no price: see the note)" in out and "--price" not in out  # campaign has no --price
     assert "no published price for the GPU of pretrain, anneal" in out
     code, out, err = run_cli("campaign", str(plan), "--json")
     assert code == 0, err

@@ -24,8 +24,15 @@ def stage_row(answer: Any) -> tuple[str, ...]:
     return (answer.stage.name, answer.model, f"{gpus:,} x {inputs.gpu}", answer.text("tokens"), f"{inputs.seq_len:,}",
             answer.text("mem_layout"), answer.text("mfu"), answer.text("fail_wall_seconds"),
             f"{answer.figure('interruptions'):.1f}", f"{answer.figure('checkpoints'):,.0f}",
-            f"{answer.figure('gpu_hours'):,.0f}", answer.text("cost_on_demand_usd"), answer.text("cost_spot_usd"),
-            answer.text("budget_usd_on_demand"))
+            f"{answer.figure('gpu_hours'):,.0f}", *(NO_PRICE if answer.figure(key) is None else answer.text(key)
+                                                   for key in ("cost_on_demand_usd", "cost_spot_usd",
+                                                               "budget_usd_on_demand")))
+
+
+NO_PRICE = "n/a (no price)"
+"""A stage's cost cell where its GPU has no published price: its budget's own words say 'give --price', an option
+`gpuplan campaign` does not have (refused: a stage's field goes in FILE); the note says where a price goes."""
+PRICE_WHERE = "give that stage a price: (USD per GPU-hour), or one at the top level for every stage"
 
 
 def campaign_report(answer: Any) -> Report:
@@ -37,7 +44,7 @@ def campaign_report(answer: Any) -> Report:
     n = len(answer.stages)
 
     def money(key: str, label: str, value: float | None) -> Line:
-        text = "n/a (a stage has no price: give --price)" if value is None else f"${value:,.0f}"
+        text = "n/a (a stage has no price: see the note)" if value is None else f"${value:,.0f}"
         return Line(key, label, value, "USD", text, "sum over the stages")
 
     def hours(key: str, label: str, value: float) -> Line:
@@ -65,7 +72,7 @@ def campaign_report(answer: Any) -> Report:
     stages = f"{n} stage{'s' if n != 1 else ''} one after another"
     title = f"Training campaign: {answer.title}, {stages}" if answer.title else f"Training campaign: {stages}"
     unpriced = [s.stage.name for s in answer.stages if s.figure("cost_on_demand_usd") is None]
-    notes = NOTES + ((f"no published price for the GPU of {', '.join(unpriced)}: the money totals are n/a (give --price "
-                      "to that stage or at the top level)",) if unpriced else ())
+    notes = NOTES + ((f"no published price for the GPU of {', '.join(unpriced)}: the money totals are n/a ("
+                      f"{PRICE_WHERE})",) if unpriced else ())
     return Report("campaign", title, (), (), (Section("Campaign totals", lines),), notes, (table,),
                   headline=TOTALS_HEADLINE, summary_table="Stages")
