@@ -136,7 +136,7 @@ def test_a_dash_word_that_names_no_option_is_left_to_its_field(run_cli, args):
     assert code == 2 and err.startswith("error: model: got ") and "ASCII" not in err, err
 
 
-# ---- 3. a campaign without prices says where a price goes -------------------------------------------------------------
+# ---- 3. a campaign without prices says where a price goes ------------------------------------------------------
 
 UNPRICED = {"model": "llama-3.2-1b", "gpu": "gb200", "mfu": 0.4, "stages": [{"name": "pretrain", "tokens": "1B",
                                                                                 "gpus": 8}]}
