@@ -45,3 +45,22 @@ def test_explain_claims_no_shortfall_met_by_zero3_over_one_rank():
     report = plan_report(PlanInputs(model="llama-3.1-8b", tokens=1e12, gpu="h100", gpus=8, tp=8, zero=3, explain=True))
     assert " tp8 " in report.value("best_layout") and "ZeRO-3" in report.value("best_layout")
     assert report.section_of("why_shortfall") is None
+
+
+def test_deadline_brackets_by_each_counts_first_layout():
+    """--days D answers the fewest searched GPUs whose first layout (the one --gpus N answers) meets D; the bracket of
+    counts searched between the common sizes is found by the same rule (review R2 M1): llama-3.1-8b 15T on H100 in 2
+    days answered 24,576 GPUs, the next common size up, where 17,408's first layout meets 2 days (1.78 with failures)
+    and 16,384's misses it."""
+    from gpuplan.jobs.plan.estimate import plan_report
+    from gpuplan.jobs.plan.schema import PlanInputs
+
+    ask = dict(model="llama-3.1-8b", tokens=15e12, gpu="h100")
+    answer = plan_report(PlanInputs(days=2, **ask))
+    n = int(answer.value("best_gpus"))
+    assert 16_384 < n < 24_576
+    on_n = plan_report(PlanInputs(gpus=n, **ask))
+    assert on_n.value("best_layout") == answer.value("best_layout")  # the layout --gpus N answers
+    assert on_n.value("fail_wall_seconds") <= 2 * 86_400
+    below = plan_report(PlanInputs(gpus=16_384, **ask))
+    assert below.value("fail_wall_seconds") > 2 * 86_400

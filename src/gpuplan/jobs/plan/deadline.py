@@ -51,8 +51,17 @@ def counts_between(inputs, fitting: LayoutTable, counts, gpus_per_node: int) -> 
     deadline = deadline_of(inputs)
     if deadline is None or not _searches_for_deadline(inputs) or not len(fitting):
         return ()
-    meeting = fitting["gpus"][fitting["days_with_failures"] <= deadline]
-    return deadline_counts_between(counts, int(meeting.min()), gpus_per_node) if len(meeting) else ()
+    # a count answers a deadline when its first layout (`--gpus N`'s) meets it, the rule deadline_order applies, and
+    # that is not monotone in the count: a common size where only a later row meets it may have a count below it whose
+    # first row does, and one above it. So every gap from the one below the smallest count any row of which meets it
+    # up to the smallest count whose first row does is searched (review R2 M1: llama-3.1-8b 15T h100 --days 2
+    # bracketed below 16,384, where only a later row met 2 days, found none and answered 24,576; 17,408's first meets)
+    met = fitting["days_with_failures"] <= deadline
+    if not met.any():
+        return ()
+    any_row, first_row = int(fitting["gpus"][met].min()), fitting["gpus"][met & count_first_rows(fitting)]
+    tops = [c for c in counts if any_row <= c <= (int(first_row.min()) if len(first_row) else any_row)] or [any_row]
+    return tuple(sorted({c for top in tops for c in deadline_counts_between(counts, top, gpus_per_node)}))
 
 
 def deadline_rows(inputs, fitting: LayoutTable, counts) -> tuple[LayoutTable, str]:
