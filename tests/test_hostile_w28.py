@@ -162,3 +162,15 @@ def test_an_unpriced_campaign_names_the_stage_field_not_an_option_it_lacks(run_c
     plan.write_text(yaml.safe_dump(priced), encoding="utf-8")
     code, out, err = run_cli("campaign", str(plan))
     assert code == 0 and "n/a" not in out.split("Stages")[0], out
+
+
+@pytest.mark.parametrize("typed", ["--=", "--=8", "---=8", "--=\x1b[31m"])
+def test_an_option_with_no_name_is_quoted_as_typed(run_cli, typed):
+    """click names '--' for '--=8': the line said '--: not an option of gpuplan train', quoting neither what was typed
+    nor how an option is written."""
+    from gpuplan.errors import printable
+
+    code, out, err = run_cli("train", typed)
+    line = (f"error: {printable(typed)}: not an option of gpuplan train; an option is written --NAME or --NAME=VALUE "
+            "(gpuplan train --help lists them)\n")
+    assert (code, out, err) == (2, "", line)

@@ -252,7 +252,9 @@ def usage_line(exc: click.ClickException, argv: list[str] = ()) -> str:
     if isinstance(exc, click.NoSuchOption):  # click's "No such option: '--x'" and its own guesses (wave 27b)
         from gpuplan.commands.unknown_option import unknown_option_line
 
-        return unknown_option_line(exc.option_name, ctx)
+        typed = next((a for a in argv if a.startswith(f"{exc.option_name}=")), exc.option_name) \
+            if not exc.option_name.strip("-") else exc.option_name  # '--=8': click names '--' (hostile wave 28)
+        return unknown_option_line(typed, ctx)
     unknown = re.fullmatch(r"No such command '(.*)'\.(?: Did you mean .*)?", message, re.DOTALL)
     if unknown and isinstance(ctx.command, click.Group):
         from gpuplan.errors import closest_names

@@ -31,7 +31,9 @@ def unknown_option_line(name: str, ctx: click.Context) -> str:
     command = ctx.command
     options = [opt for param in command.params if isinstance(param, click.Option) and not param.hidden
                for opt in (*param.opts, *param.secondary_opts)]
-    if ctx.command_path.split()[-1] == "campaign" and _budget_field(name):
+    if not name.split("=", 1)[0].strip("-"):  # '--=8', '--=': no name between the dashes and '='
+        hint = "; an option is written --NAME or --NAME=VALUE"
+    elif ctx.command_path.split()[-1] == "campaign" and _budget_field(name):
         hint = "; a stage's field goes in FILE: at the top level (every stage inherits it) or in a stage"
     else:
         near = closest_options(name, options)
