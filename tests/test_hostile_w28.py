@@ -174,3 +174,35 @@ def test_an_option_with_no_name_is_quoted_as_typed(run_cli, typed):
     line = (f"error: {printable(typed)}: not an option of gpuplan train; an option is written --NAME or --NAME=VALUE "
             "(gpuplan train --help lists them)\n")
     assert (code, out, err) == (2, "", line)
+
+
+# ---- 4. a carriage return that hides nothing -------------------------------------------------------------------------
+
+BODY = "model: llama-3.2-1b\ngpu: h200\ngpus: 8\n"
+
+
+@pytest.mark.parametrize("text", [BODY.rstrip("\n") + "\r", BODY.replace("gpus: 8\n", "gpus: 8\r\r\n"),
+                                  BODY.replace("gpus: 8\n", "gpus: 8\r  \n"), BODY + "\r" * 3])
+def test_a_carriage_return_with_nothing_after_it_reads_as_its_lf_twin(run_cli, tmp_path, text):
+    """'gpus: 8\\r' at the end of a file (a CRLF whose line feed a tool cut) was refused 'cannot be read safely': an
+    editor shows nothing after the ^M, so nothing hides there. Read as the LF file."""
+    odd, plain = tmp_path / "odd.yaml", tmp_path / "plain.yaml"
+    odd.write_bytes(text.encode())
+    plain.write_bytes(BODY.encode())
+    code, out, err = run_cli("memory", str(odd), "--json")
+    assert code == 0, err
+    assert json.loads(out)["results"] == json.loads(run_cli("memory", str(plain), "--json")[1])["results"]
+
+
+@pytest.mark.parametrize("text, line", [("model: llama-3.2-1b\ngpu: h200\n# 8 GPUs\r  gpus: 4096\n", 3),
+                                        ("model: llama-3.2-1b\r\ngpu: h200\r\ngpus: 8\r\rtp: 2\r\n", 3),
+                                        ("model: llama-3.2-1b\n" + "\r " * 200_000 + "\rgpus: 9\n", 2)])
+def test_a_carriage_return_with_text_after_it_is_still_refused_at_once(run_cli, tmp_path, text, line):
+    """The guard is one pass over the lines: a regex lookahead per CR rescans to the line's end (quadratic)."""
+    import time
+
+    path = tmp_path / "hidden.yaml"
+    path.write_bytes(text.encode())
+    start = time.perf_counter()
+    field_refusal(run_cli("memory", str(path)), "plan file", f"cannot be read safely (line {line}): a carriage return")
+    assert time.perf_counter() - start < 5

@@ -126,16 +126,22 @@ YAML_ONLY_BREAKS = {"\x85": "NEXT LINE", "\u2028": "LINE SEPARATOR", "\u2029": "
 TOML do not break there): `# 8 GPUs<U+2028>gpus: 4096` read as a key what shows as a comment (hostile wave 27)."""
 
 
-LONE_CR = re.compile(r"\r(?!\n)")
-"""A carriage return that does not start a CRLF: PyYAML ends a line there, vim and less show it inside one as ^M
-(`# 8 GPUs\rgpus: 4096` planned 4,096 GPUs; review R1, session 24). CRLF files are read as before."""
+def _lone_cr_line(text: str) -> int | None:
+    """The 1-based line (as an editor counts them, by line feeds) of the first carriage return that has text after it
+    on its line: PyYAML ends a line there, vim and less show it inside one as ^M (`# 8 GPUs\rgpus: 4096` planned 4,096
+    GPUs; review R1, session 24). CRLF files are read as before; a CR with only blanks after it before the line feed or
+    the end of the file hides nothing and is read as the line's end (hostile wave 28: `gpus: 8\r` at the end of a file,
+    a CRLF whose LF a tool cut, was refused). One pass over the lines (a lookahead regex rescans per CR)."""
+    if "\r" not in text:
+        return None
+    return next((number for number, line in enumerate(text.split("\n"), 1) if "\r" in line.rstrip()), None)
 
 
 def _no_hidden_breaks(text: str, field: str, where: Any) -> None:
     """Refuse YAML text holding one of YAML_ONLY_BREAKS or a lone carriage return, naming its line as an editor
     counts them."""
-    if (cr := LONE_CR.search(text)) is not None:
-        raise refusal(field, where, f"cannot be read safely (line {text.count(chr(10), 0, cr.start()) + 1}): a carriage "
+    if (line := _lone_cr_line(text)) is not None:
+        raise refusal(field, where, f"cannot be read safely (line {line}): a carriage "
                       "return not followed by a line feed ends a line for YAML but not for an editor, which shows what "
                       "follows on the same line; use LF or CRLF line endings")
     at = next((i for i, char in enumerate(text) if char in YAML_ONLY_BREAKS), None) \
