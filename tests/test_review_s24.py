@@ -64,3 +64,19 @@ def test_deadline_brackets_by_each_counts_first_layout():
     assert on_n.value("fail_wall_seconds") <= 2 * 86_400
     below = plan_report(PlanInputs(gpus=16_384, **ask))
     assert below.value("fail_wall_seconds") > 2 * 86_400
+
+
+@pytest.mark.parametrize("dtype, gpu, left_out", [
+    ("fp4", "b200", {"a100-sxm4-40gb", "a100-sxm4-80gb", "h100-sxm", "h200-sxm"}),  # FP4 tensor cores: Blackwell
+    ("fp8", "h100", {"a100-sxm4-40gb", "a100-sxm4-80gb"}),  # no FP8 tensor cores on Ampere
+])
+def test_memory_default_verdict_table_keeps_the_parts_that_compute_the_dtype(dtype, gpu, left_out):
+    """memory --dtype lists no default part that cannot compute in it (review R2 S2: an fp4 table said H200 'fits'),
+    as --compare refuses such a part; the parts that can stay."""
+    from gpuplan.jobs.memory.estimate import estimate_memory
+    from gpuplan.jobs.memory.schema import MemoryInputs
+
+    report = estimate_memory(MemoryInputs(model="llama-3.1-8b", gpu=gpu, gpus=8, dtype=dtype))
+    table = next(t for t in report.tables if t.title == "verdict per GPU type")
+    listed = {row[0] for row in table.rows}
+    assert not listed & left_out and "b200" in listed

@@ -315,7 +315,7 @@ def estimate_memory(inputs: MemoryInputs) -> Report:
     sections.extend(calibration_sections)
     # the table's first row is --gpu's verdict, computed above (when its overheads are the same)
     known = {gpu.id: (fits, headroom, best_mb)} if overheads.on_device(gpu) == overheads else {}
-    table, parts = _verdict_table(spec, layout, settings, overheads, (gpu.id, *inputs.compare), known, peaks)
+    table, parts = _verdict_table(spec, layout, settings, overheads, (gpu.id, *_compared(inputs)), known, peaks)
     report_inputs = (
         Line("model", "model", spec.name),
         Line("gpu", "accelerator", gpu.id, text=f"{gpu.name} ({_gib(gpu.memory_bytes)})"),
@@ -341,6 +341,22 @@ def estimate_memory(inputs: MemoryInputs) -> Report:
 MEMORY_HEADLINE = ("layout", "bytes_per_param", "model_states_total", "peak_activations", "peak_allocated",
                    "peak_reserved",
                    "peak_total", "capacity", "headroom", "fits")
+
+
+def _compared(inputs: MemoryInputs) -> tuple[str, ...]:
+    """The verdict table's other parts: --compare's as given (schema refuses a part that lacks the dtype), or the
+    default list less the parts that cannot compute in --dtype (an fp4 table listed H200 'fits', review R2 S2)."""
+    if "compare" in inputs.given:
+        return inputs.compare
+
+    def runs(gpu_id: str) -> bool:
+        try:
+            check_dtype_runs_on(inputs, resolve_gpu(gpu_id))
+        except InputError:
+            return False
+        return True
+
+    return tuple(g for g in inputs.compare if runs(g))
 
 
 def _verdict_table(spec, layout, settings, overheads, gpu_ids, known=None,
