@@ -319,3 +319,41 @@ def bisected_rate(ok, prefill_s: float):
         mid = (lo + hi) / 2
         lo, hi = (mid, hi) if ok(mid) is not None else (lo, mid)
     return ok(lo)
+
+
+CALIBRATION_RANGE = "must be within 0.1 to 10"
+"""The words of a ratio factor's refusal (calibrate/model.FACTOR_RANGE: hostile waves 27b and 28)."""
+CALIBRATION_ASK = {"model": "llama-3.2-1b", "gpu": "h200", "gpus": 8, "tokens": "1B", "framework": "hf"}
+"""The ask the calibration refusals are tried on (the H200 trials' model and GPU)."""
+
+
+def h200_calibration_doc() -> dict:
+    """The calibration the two H200 trials of tests/fixtures/h200 fit (compute_time 0.8635), as a JSON document."""
+    from gpuplan.calibrate import fit_calibration, load_measurement
+    from gpuplan.calibrate.model import calibration_to_dict
+
+    cal = fit_calibration([load_measurement(p) for p in sorted((Path(__file__).parent / "fixtures" / "h200")
+                                                               .glob("*.json"))])
+    assert abs(cal.compute_time.value - 0.8635) <= 5e-4 and cal.compute_time.status == "fitted"
+    return json.loads(json.dumps(calibration_to_dict(cal)))
+
+
+def calibration_with(doc: dict, name: str, value) -> dict:
+    """``doc`` with factor ``name``'s value replaced (its band cleared: a band must hold its value, wave 21)."""
+    out = json.loads(json.dumps(doc))
+    out[name].update(value=value, stderr=None, low=None, high=None)
+    return out
+
+
+def calibration_refused_by_flag_and_plan_file(run_cli, tmp_path: Path, doc: dict, field: str, words: str) -> str:
+    """The one line `train --calibration FILE` refuses ``doc`` with, naming ``field`` with ``words``, and the same line
+    from a plan file naming it (prefixed by the plan's path); returns the flag's line."""
+    path = tmp_path / "cal.json"
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    flags = [f"--{k.replace('_', '-')}={v}" for k, v in CALIBRATION_ASK.items()]
+    flag = field_refusal(run_cli("train", *flags, f"--calibration={path}"), field, words)
+    plan = tmp_path / "ask.yaml"
+    plan.write_text("".join(f"{k}: {v}\n" for k, v in CALIBRATION_ASK.items()) + f"calibration: {path}\n",
+                    encoding="utf-8")
+    assert field_refusal(run_cli("train", str(plan)), f"{plan}: {field}", words).replace(f"{plan}: ", "") == flag
+    return flag

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
-from helpers import field_refusal
+from helpers import (CALIBRATION_ASK, CALIBRATION_RANGE, calibration_refused_by_flag_and_plan_file, calibration_with,
+                     field_refusal, h200_calibration_doc)
 
 # ---- 1. /api/health lists every estimator route, read from the routes themselves ----------------------------------
 
@@ -73,29 +73,20 @@ def test_an_unknown_option_is_quoted_escaped_and_cut(run_cli, name, shown):
 
 # ---- 3. a calibration factor outside any measured range ------------------------------------------------------------
 
-H200 = Path(__file__).parent / "fixtures" / "h200"
-RANGE = "must be within 0.1 to 10"
+RANGE = CALIBRATION_RANGE
 
 
 @pytest.fixture(scope="module")
 def h200_doc():
     """The calibration the two H200 trials of tests/fixtures/h200 fit (compute_time 0.863, the rest not identified,
     activation memory 1.000, overhead 70 MB; docs/calibration.md quotes 0.853 from the same runs)."""
-    from gpuplan.calibrate import fit_calibration, load_measurement
-    from gpuplan.calibrate.model import calibration_to_dict
-
-    cal = fit_calibration([load_measurement(p) for p in sorted(H200.glob("*.json"))])
-    assert cal.compute_time.value == pytest.approx(0.8635, abs=5e-4) and cal.compute_time.status == "fitted"
-    return json.loads(json.dumps(calibration_to_dict(cal)))
+    return h200_calibration_doc()
 
 
-def _with(doc: dict, name: str, value) -> dict:
-    out = json.loads(json.dumps(doc))
-    out[name].update(value=value, stderr=None, low=None, high=None)  # a band must hold its value (wave 21)
-    return out
+_with = calibration_with
 
 
-ASK = {"model": "llama-3.2-1b", "gpu": "h200", "gpus": 8, "tokens": "1B", "framework": "hf"}
+ASK = CALIBRATION_ASK
 
 
 @pytest.mark.parametrize("name, value", [("compute_time", 1000), ("compute_time", 20), ("compute_time", 10.5),
@@ -110,15 +101,10 @@ def test_a_factor_outside_the_plausible_range_is_refused_at_every_door(run_cli, 
     from gpuplan import InputError
 
     doc = _with(h200_doc, name, value)
-    path = tmp_path / "cal.json"
-    path.write_text(json.dumps(doc), encoding="utf-8")
     field = f"calibration: {name}.value"
-    flags = [f"--{k.replace('_', '-')}={v}" for k, v in ASK.items()]
-    flag = field_refusal(run_cli("train", *flags, f"--calibration={path}"), field, RANGE)
+    flag = calibration_refused_by_flag_and_plan_file(run_cli, tmp_path, doc, field, RANGE)
     assert f"got {value!r}; " in flag or f"got {value:g}; " in flag, flag
-    plan = tmp_path / "ask.yaml"
-    plan.write_text("".join(f"{k}: {v}\n" for k, v in ASK.items()) + f"calibration: {path}\n", encoding="utf-8")
-    assert field_refusal(run_cli("train", str(plan)), f"{plan}: {field}", RANGE).replace(f"{plan}: ", "") == flag
+    path = tmp_path / "cal.json"
     campaign = tmp_path / "c.yaml"
     campaign.write_text(f"model: llama-3.2-1b\ngpu: h200\nmfu: 0.4\ncalibration: {path}\nstages:\n  - {{tokens: 1B, "
                         "gpus: 8}\n", encoding="utf-8")

@@ -5,33 +5,24 @@ status 2, the same field at every door."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
-from helpers import field_refusal
+from helpers import (CALIBRATION_ASK, CALIBRATION_RANGE, calibration_refused_by_flag_and_plan_file, calibration_with,
+                     field_refusal, h200_calibration_doc)
 
 # ---- 1. a calibration factor's value: always named by its path, with the range it must lie in ----------------------
 
-H200 = Path(__file__).parent / "fixtures" / "h200"
-RANGE = "must be within 0.1 to 10"
-ASK = {"model": "llama-3.2-1b", "gpu": "h200", "gpus": 8, "tokens": "1B", "framework": "hf"}
+RANGE = CALIBRATION_RANGE
+ASK = CALIBRATION_ASK
 
 
 @pytest.fixture(scope="module")
 def h200_doc():
     """The calibration the two H200 trials of tests/fixtures/h200 fit (compute_time 0.8635, as test_hostile_w27b)."""
-    from gpuplan.calibrate import fit_calibration, load_measurement
-    from gpuplan.calibrate.model import calibration_to_dict
-
-    cal = fit_calibration([load_measurement(p) for p in sorted(H200.glob("*.json"))])
-    assert cal.compute_time.value == pytest.approx(0.8635, abs=5e-4)
-    return json.loads(json.dumps(calibration_to_dict(cal)))
+    return h200_calibration_doc()
 
 
-def _with(doc: dict, name: str, value) -> dict:
-    out = json.loads(json.dumps(doc))
-    out[name].update(value=value, stderr=None, low=None, high=None)
-    return out
+_with = calibration_with
 
 
 @pytest.mark.parametrize("name, value, words", [
@@ -50,14 +41,8 @@ def test_a_factor_value_of_no_range_is_named_by_its_path_at_every_door(run_cli, 
     from gpuplan import InputError
 
     doc = _with(h200_doc, name, value)
-    path = tmp_path / "cal.json"
-    path.write_text(json.dumps(doc), encoding="utf-8")
     field = f"calibration: {name}.value"
-    flags = [f"--{k.replace('_', '-')}={v}" for k, v in ASK.items()]
-    flag = field_refusal(run_cli("train", *flags, f"--calibration={path}"), field, words)
-    plan = tmp_path / "ask.yaml"
-    plan.write_text("".join(f"{k}: {v}\n" for k, v in ASK.items()) + f"calibration: {path}\n", encoding="utf-8")
-    assert field_refusal(run_cli("train", str(plan)), f"{plan}: {field}", words).replace(f"{plan}: ", "") == flag
+    calibration_refused_by_flag_and_plan_file(run_cli, tmp_path, doc, field, words)
     response = client.post("/api/training", json={**ASK, "calibration": doc})
     assert response.status_code == 422 and response.json()["field"] == field and words in response.json()["message"]
     with pytest.raises(InputError) as caught:
