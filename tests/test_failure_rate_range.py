@@ -118,7 +118,7 @@ def test_the_ranking_reads_the_ends_the_answer_prints(monkeypatch):
     from gpuplan.jobs.plan.estimate import plan_report
 
     seen: dict[str, set] = {"ranking": set(), "answer": set()}
-    original = model.scenario
+    original, original_many = model.scenario, model.scenarios
 
     def recording(where):
         def scenario(run, s, gpus, rate=None):
@@ -126,7 +126,11 @@ def test_the_ranking_reads_the_ends_the_answer_prints(monkeypatch):
             return original(run, s, gpus, rate=rate)
         return scenario
 
-    monkeypatch.setattr(model, "scenario", recording("ranking"))  # completes imports it at call time
+    def recording_many(run, s, gpus, rates):  # completes reads its three rates through model.scenarios
+        seen["ranking"].update(s.failure_rate if rate is None else rate for rate in rates)
+        return original_many(run, s, gpus, rates)
+
+    monkeypatch.setattr(model, "scenarios", recording_many)  # completes imports it at call time
     monkeypatch.setattr(compute, "scenario", recording("answer"))
     plan_report({"model": "llama-3.1-8b", "gpus": "64-1024", "failure_rate": 1e-6})
     low, high = 1e-6 * LOW_SHARE, 1e-6 * HIGH_SHARE

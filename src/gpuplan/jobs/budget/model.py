@@ -295,6 +295,13 @@ class Scenario:
 
 def scenario(run: RunFacts, s: BudgetSettings, gpus: float, rate: float | None = None) -> Scenario:
     """Checkpointing and failures for ``gpus`` GPUs doing the run's work (work scales as 1/GPUs)."""
+    return scenarios(run, s, gpus, (rate,))[0]
+
+
+def scenarios(run: RunFacts, s: BudgetSettings, gpus: float, rates: tuple[float | None, ...]) -> list[Scenario]:
+    """scenario at each failure rate of ``rates`` (None: the settings'), the checkpoint and storage facts worked out
+    once (they do not depend on the rate): the planner's failure shares read three rates per (count, writers) group,
+    11,329 groups on a long-context search (jobs/plan/completes._plans_of; session 24)."""
     nodes = IO.nodes_for(gpus, run.devices_per_node)
     work = (run.wall_seconds + run.eval_seconds) * run.gpus / gpus  # evaluations: forward work, failures hit it too
     writers = C.checkpoint_writers(int(round(gpus)), run.zero, run.model_parallel, s.checkpoint_writer_group)
@@ -316,11 +323,14 @@ def scenario(run: RunFacts, s: BudgetSettings, gpus: float, rate: float | None =
         floor = max(floor, write_s)  # the optimum waits for the background write to finish
     elif s.async_checkpoint:  # a given interval shorter than the write stalls on the previous save
         stall = C.async_stall_seconds(size.shard, s.host_copy, write_s, s.checkpoint_interval)
-    rate = s.failure_rate if rate is None else rate
     spot_extra = K.spot_interruptions_per_hour(nodes, s.spot_preemptions)
-    plans = [R.plan_failures(work, gpus, rate, stall, restart, s.checkpoint_interval, floor, extra)
-             for extra in (0.0, spot_extra)]
-    return Scenario(gpus, nodes, size, write_s, bandwidth, write_s, host_copy, plans[0], plans[1])
+    out = []
+    for rate in rates:
+        rate = s.failure_rate if rate is None else rate
+        plans = [R.plan_failures(work, gpus, rate, stall, restart, s.checkpoint_interval, floor, extra)
+                 for extra in (0.0, spot_extra)]
+        out.append(Scenario(gpus, nodes, size, write_s, bandwidth, write_s, host_copy, plans[0], plans[1]))
+    return out
 
 
 def run_facts(spec: ModelSpec, gpu: Accelerator, *, gpus: float, wall_seconds: float, gpu_hours: float,

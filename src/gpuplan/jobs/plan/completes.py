@@ -156,9 +156,9 @@ def _mics_groups(inputs, table, rows: np.ndarray | None = None) -> np.ndarray:
 def _plans_of(run, settings, gpus: float) -> list[tuple[float, float, float, float]]:
     """_group_plans' six (MTBI, restart, stall, interval) of ``run`` (its step_seconds 0: no floor) on ``gpus``."""
     from gpuplan.core.economics.reliability import failure_rate_range
-    from gpuplan.jobs.budget.model import scenario
+    from gpuplan.jobs.budget.model import scenarios
 
-    found = [scenario(run, settings, gpus, rate=rate) for rate in (None, *failure_rate_range(settings.failure_rate))]
+    found = scenarios(run, settings, gpus, (None, *failure_rate_range(settings.failure_rate)))
     return [(p.mtbi, p.restart, p.checkpoint_cost, p.interval) for s in found for p in (s.on_demand, s.spot)]
 
 
