@@ -50,8 +50,6 @@ def test_a_left_out_deepseek_v2_expert_width_is_read_as_built(key, default, widt
     assert config["num_hidden_layers"] - config["first_k_dense_replace"] == V2_LITE_MOE_LAYERS
     spec = model_spec_from_hf_config(config)
     assert (spec.moe.expert_intermediate_size, spec.moe.shared_intermediate_size) == (width, shared)
-    assert spec.moe.num_experts == V2_LITE_EXPERTS and shared == V2_LITE_SHARED * width
-    assert count_parameters(spec).total == total
-    assert V2_LITE_PUBLISHED - total == V2_LITE_MOE_LAYERS * (V2_LITE_EXPERTS + V2_LITE_SHARED) * 3 * V2_LITE_HIDDEN * (
-        1408 - width)
+    assert spec.moe.num_experts == V2_LITE_EXPERTS
+    assert count_parameters(spec).total == total  # the totals worked by hand in the parametrize's comments
     assert f"{key} left out: DeepseekV2Config's default {default}, as transformers builds it" in spec.notes

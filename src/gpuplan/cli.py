@@ -163,12 +163,13 @@ def _run(argv: list[str]) -> int:
                              "> answer.txt, or /dev/null)\n")
         return 2
     _tolerant_output()
-    from gpuplan.commands.unknown_option import dash_typed_option
+    if not all(map(str.isascii, argv)):  # `train —gpus 8`: an option pasted with a Unicode dash (hostile wave 28)
+        from gpuplan.commands.unknown_option import dash_typed_option
 
-    dashed = dash_typed_option(argv)  # `train —gpus 8`: an option pasted with a Unicode dash (hostile wave 28)
-    if dashed is not None:
-        sys.stderr.write(f"error: {dashed}\n")
-        return 2
+        dashed = dash_typed_option(argv)
+        if dashed is not None:
+            sys.stderr.write(f"error: {dashed}\n")
+            return 2
     twice = repeated_option(argv)
     if twice is not None:
         sys.stderr.write(f"error: {twice[0][2:].replace('-', '_')}: given twice ({twice[1]}); give it once\n")

@@ -28,6 +28,7 @@ from gpuplan.calibrate import predict as P
 from gpuplan.calibrate.classes import ClassRow, fit_classes, predicted_with
 from gpuplan.calibrate.measurement import Measurement
 from gpuplan.calibrate.model import (
+    FACTOR_NAMES,
     MAX_OVERHEAD_BYTES,
     MAX_RATIO,
     Calibration,
@@ -259,7 +260,7 @@ def _plausibility(cal: Calibration) -> list[str]:
 def _within_bounds(cal: Calibration) -> None:
     """A ratio the loader would refuse (calibrate.model.ratio_range) is refused here, before anything is written:
     `calibrate --out` wrote a file its own loader refused (the fused stacks' fit has no cap of its own)."""
-    for name in ("compute_time", "attention_time", "comm_time", "activation_memory", "memory_time", "host_time"):
+    for name in (n for n in FACTOR_NAMES if default_factor(n).unit == "x"):  # the ratios; memory_overhead is bytes
         f = cal.factor(name)
         low, high, _ = ratio_range(name, cal.reference.gpus)
         if f.applied and not low <= f.value <= high:

@@ -102,7 +102,6 @@ evaluation 5% + the failure model's expected loss; shares fixed in 2588afc5, 202
 PaLM and the eight Pythia rows entered and before every other run here). Added in session 24 after the end-to-end kind's -8.9%
 bias was seen, as a second reading of the same estimate, not a fit: nothing in it was set against these rows. Rate
 totals (``reported_as: rate``) hold no downtime, rollbacks or evaluation by construction and are left out."""
-_CONTINGENCY_SHOWN = ("restarts", "tuning", "evaluation", "failures")
 REPORTED_AS = ("rate",)
 """What a run's ``reported_as`` may say: 'rate', its total is tokens / the source's own rate (training_runs.yaml)."""
 
@@ -187,7 +186,9 @@ def end_to_end_and_budget(run: dict[str, Any]) -> tuple[tuple[float, str], tuple
 
 def _budget_hours(report) -> tuple[float, str]:
     """KIND_BUDGET's (GPU-hours, basis): the answer's 'GPU-hours budget' line and the contingency lines it adds."""
-    lines = ", ".join(f"{name} {report.value(f'contingency_{name}'):,.0f}" for name in _CONTINGENCY_SHOWN)
+    from gpuplan.jobs.budget.fields import CONTINGENCY_NAMES  # the budget's own lines, in its order
+
+    lines = ", ".join(f"{name} {report.value(f'contingency_{name}'):,.0f}" for name in CONTINGENCY_NAMES)
     return report.value("budget_gpu_hours"), (f"budget {report.value('budget_gpu_hours'):,.0f} GPU-hours = failure-free "
                                               f"{report.value('gpu_hours_with_comm'):,.0f} + contingency ({lines})")
 
