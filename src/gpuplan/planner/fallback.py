@@ -55,8 +55,8 @@ def exact_batch_counts(ev: Evaluator, gpus: int, target: float, max_tp: int,
     ``limits.max_cp`` and pp up to the layers (planner.space.structures' ranges, or the degree fixed; a superset:
     the search drops what its rules refuse). Searched beside the count asked, the rest idle, so more GPUs
     asked never answer slower than fewer: each smaller ask's answer is among them (A9 w14: gpt2-xl on TPU v4
-    answered 61.4 days on 20,480 asked, 18.8 on 16,384). () without an exact batch: dp may then be any count
-    and the fallbacks above stand."""
+    answered 61.4 days on 20,480 asked, 18.8 on 16,384). () without an exact batch unless a step holds at most
+    FEW_SEQUENCES sequences (dp then ranges over 1 to that): dp may otherwise be any count and the fallbacks stand."""
     if limits is None:
         return ()
     fixed, spec, sequences = limits.fixed, ev.spec, batch_target(target, gpus, limits)

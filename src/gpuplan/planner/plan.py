@@ -207,7 +207,7 @@ def ranking(table: LayoutTable, rank_by: str, cost: np.ndarray | None = None) ->
     (ZeRO-0's slower checkpoint pays) and by time, counts within PLATEAU_SHARE of the best go to the fewest asked."""
     seconds_per_token, cost = ranked_seconds_per_token(table), ranked_cost(table, cost)
     if rank_by == "deadline":  # time_first: count_first_rows before the deadline's cut (jobs.plan.deadline)
-        first = table["time_first"] if "time_first" in table.columns else count_first_rows(table)
+        first = _time_first(table)
         return deadline_rows_order(table["gpus"], _cheapest_key(table, cost, seconds_per_token), first)
     if rank_by == "gpus":
         return np.lexsort((seconds_per_token, table["gpus"]))
@@ -235,6 +235,12 @@ def _cheapest_key(table: LayoutTable, cost: np.ndarray | None, seconds_per_token
     return table["gpus"] * seconds_per_token
 
 
+def _time_first(table: LayoutTable) -> np.ndarray:
+    """count_first_rows, read from the table's ``time_first`` column where jobs.plan.deadline stored it (before the
+    deadline's cut), else worked out."""
+    return table["time_first"] if "time_first" in table.columns else count_first_rows(table)
+
+
 def count_first_rows(table: LayoutTable) -> np.ndarray:
     """Whether each row is its GPU count's first by time (ranked_seconds_per_token: `--gpus N`'s pick of N's rows)."""
     return firsts_by_count(table["gpus"], ranked_seconds_per_token(table)) if len(table) else np.zeros(0, bool)
@@ -247,7 +253,7 @@ def deadline_order(table: LayoutTable, days: np.ndarray, deadline: float,
     and that layout, then the other rows meeting it (deadline_rows_order). Returns row indices in that order."""
     candidates = np.flatnonzero(days <= deadline)
     key = _cheapest_key(table, cost, seconds_per_sequence(table))[candidates]
-    first = count_first_rows(table)[candidates]
+    first = _time_first(table)[candidates]
     return candidates[deadline_rows_order(table["gpus"][candidates], key, first)]
 
 

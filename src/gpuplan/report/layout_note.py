@@ -21,12 +21,12 @@ def with_budget_contrast(memory, budget):
     try:
         ours, theirs = memory.line("peak_allocated"), budget.line("mem_peak_allocated")
         layout, fits = budget.line("mem_layout"), budget.line("mem_fits")
+        stated = memory.line("layout").value  # the inputs' layout line (Report.line reads the inputs too)
     except KeyError:
         return memory
     if not isinstance(ours.value, (int, float)) or not isinstance(theirs.value, (int, float)) or \
             math.isclose(ours.value, theirs.value, rel_tol=1e-9):
         return memory
-    stated = next((line.text or line.value for line in memory.inputs if line.key == "layout"), "the file's layout")
     given = ", ".join(f"{k}: {layout.value[k]}" for k in STATED if isinstance(layout.value, dict) and k in layout.value)
     return with_note(memory, f"this section checks the layout the plan file states ({stated}): {ours.text} allocated; "
                              f"the budget section runs {layout.text}: {theirs.text} allocated, fits {fits.text}. "

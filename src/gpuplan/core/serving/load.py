@@ -134,17 +134,17 @@ def max_rate(target: LoadTarget, prefill_s: float, decode_s: Callable[[int], flo
     lo, hi = 1e-6, 1.0 / prefill_s
     # an infinite prefill makes hi 0, where useless (replicas at that rate) would divide by it: the search answers
     # as without ``useless`` there (review R1, s23: a ZeroDivisionError through the Python API's size_for_target)
-    if (useless is not None and hi > 0 and useless(hi)) or ok(1e-6) is None:
+    if (useless is not None and hi > 0 and useless(hi)) or (best := ok(1e-6)) is None:
         return None
     while hi - lo > 1e-4 * lo:  # feasibility is monotone in the rate; 0.01% is plenty
         if useless is not None and useless(hi):
             return None
         mid = (lo + hi) / 2
-        if ok(mid) is not None:
-            lo = mid
+        if (found := ok(mid)) is not None:
+            lo, best = mid, found  # kept: ok(lo) again re-ran replica_at's fixed point (final read, s24)
         else:
             hi = mid
-    return ok(lo)
+    return best
 
 
 def replicas_for(target: LoadTarget, per_replica: ReplicaLoad) -> int:

@@ -65,17 +65,25 @@ def decay_root(rho: float) -> float:
     return (lo + hi) / 2
 
 
+def _asymptote_terms(rho: float) -> tuple[float, float]:
+    """(theta D, C) of the Cramer-Lundberg asymptote C e^{-theta t} (module docstring)."""
+    u = decay_root(rho)
+    return u, (1 - rho) / (rho * math.exp(u) - 1)
+
+
 def asymptote(t_over_d: float, rho: float) -> float:
     """The Cramer-Lundberg approximation C e^{-theta t} of P(W > t), t in units of D."""
-    u = decay_root(rho)
-    return (1 - rho) / (rho * math.exp(u) - 1) * math.exp(-u * t_over_d)
+    u, c = _asymptote_terms(rho)
+    return c * math.exp(-u * t_over_d)
 
 
 def md1_wait_tail(t: float, service_s: float, rho: float) -> float:
     """P(W > t) of an M/D/1 queue with service time ``service_s`` (seconds) at load ``rho`` (0 <= rho < 1), t in
     seconds: the exact sum where it is stable, the asymptote past it (module docstring)."""
-    if rho <= 0 or t < 0:
-        return 0.0 if rho <= 0 else 1.0
+    if rho <= 0:
+        return 0.0
+    if t < 0:
+        return 1.0
     if service_s <= 0:
         return 0.0
     tail, magnitude = _exact(t / service_s, rho) if t / service_s < 1e4 else (0.0, math.inf)
@@ -93,8 +101,8 @@ def md1_wait_p99(service_s: float, rho: float, quantile: float = 0.99) -> float:
         return 0.0
     if rho >= 1:
         return math.inf
-    u = decay_root(rho)
-    far = math.log((1 - rho) / (rho * math.exp(u) - 1) / beyond) / u  # in units of D
+    u, c = _asymptote_terms(rho)
+    far = math.log(c / beyond) / u  # in units of D
     if far >= 1e4 or _exact(far, rho)[1] >= STABLE_MAGNITUDE:
         return far * service_s
     lo, hi = 0.0, 1.0

@@ -104,7 +104,7 @@ class CampaignTotals:
         names = {"calendar_seconds": "wall_seconds_with_failures", "spot_calendar_seconds": "spot_wall_seconds"}
         return cls(**{f.name: _sum([s.figure(names.get(f.name, f.name)) for s in stages]) for f in fields(cls)})
 
-    def to_dict(self) -> dict[str, float]:
+    def to_dict(self) -> dict[str, float | None]:  # money totals None where a stage has no price
         return asdict(self)
 
 

@@ -220,10 +220,12 @@ def _peak_section(peak: M.MemoryBreakdown, overheads: M.Overheads, layout: Paral
             ("optimizer", peak.optimizer), ("activations", peak.activations),
             ("outside_layers", peak.outside_layers), ("temporaries", peak.temporaries),
             ("fsdp_working_set", peak.fsdp_working_set)]
-    lines = [Line(f"peak_{k}", k.replace("_", " ") + (f" held at the peak ({peak.peak_phase})" if k == "activations"
-                                                    and "optimizer" in peak.peak_phase else ""), v, "bytes", _gib(v),
-                  "what the peak holds: at the optimizer step the step's activations are freed" if k == "activations"
-                  and "optimizer" in peak.peak_phase else "") for k, v in rows]
+    held = peak.peak_phase == "optimizer step"  # core.memory.training: 'optimizer step' or 'backward start'
+    lines = [Line(f"peak_{k}", k.replace("_", " "), v, "bytes", _gib(v)) for k, v in rows]
+    if held:  # the step's activations are freed by then: 'activations 0 B' beside the peak read as a miss
+        i = [k for k, _ in rows].index("activations")
+        lines[i] = replace(lines[i], label=f"activations held at the peak ({peak.peak_phase})",
+                           formula="what the peak holds: at the optimizer step the step's activations are freed")
     allocated_label, reserved_label = (X.XLA_ALLOCATED, X.XLA_RESERVED) if overheads.xla else peak_labels(cached)
     runtime, runtime_why, total_label = X.runtime_words(fixed) if overheads.xla else (
         "CUDA context + NCCL buffers", "outside the allocator; see assumptions",

@@ -27,7 +27,7 @@ def training_memory_settings(inputs: Any, spec: Any, gpu: Any, attention_kernel:
     from gpuplan.core.memory.training import MemorySettings
     from gpuplan.core.time.low_precision import low_precision_recipe
 
-    dtype = getattr(inputs, "dtype", "bf16")
+    dtype = inputs.dtype  # memory, plan and train all state it (and fp8_recipe); not every job --ep-a2a-overlap
     return MemorySettings(seq_len=inputs.seq_len, recipe=inputs.recipe_name, optimizer=inputs.optimizer,
                           implementation=inputs.implementation_name, finetune=inputs.finetune,
                           framework=inputs.framework, loss=inputs.loss_for(spec), lora_rank=inputs.lora_rank,
@@ -36,7 +36,7 @@ def training_memory_settings(inputs: Any, spec: Any, gpu: Any, attention_kernel:
                           **inputs.recipe_memory_settings(),
                           # Transformer Engine keeps the linears' inputs quantised (megatron implementation)
                           linear_input_bytes=saved_linear_input_bytes(low_precision_recipe(
-                              dtype, getattr(inputs, "fp8_recipe", "tensorwise"))),
+                              dtype, inputs.fp8_recipe)),
                           fp8_any_layout_gemm=gpu.fp8_any_layout_gemm,  # TE's rule by compute capability
                           ep_a2a_overlap=bool(getattr(inputs, "ep_a2a_overlap", False)),
                           deepspeed_bf16=deepspeed_bf16_engine(inputs.framework, dtype, inputs.recipe_name), **more)

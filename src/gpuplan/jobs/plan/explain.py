@@ -66,7 +66,7 @@ def why_lines(plan: Plan, table: LayoutTable) -> tuple[Line, ...]:
                   "the article: spend headroom on a bigger micro-batch" if headroom > 0.25 * plan.budget_bytes else
                   "little headroom left")]
     # ZeRO-3 over one data-parallel rank (dp x cp = 1, a --zero given) shards nothing: no shortfall it met (review R1 S1)
-    sharded = plan.layout.zero == 3 and plan.layout.dp * plan.layout.cp > 1
+    sharded = plan.layout.zero == 3 and plan.layout.state_shards > 1
     if plan.recompute != "none" or sharded:
         same = np.ones(len(table), dtype=bool)
         for key in ("gpus", "dp", "tp", "pp", "vpp", "cp", "ep", "micro_batch"):

@@ -17,9 +17,9 @@ SCALED = ("days", "gpu_hours", "cost")
 """The columns a row's ramp factor multiplies (its wall-clock and what follows it)."""
 
 
-def with_ramp_days(inputs, ev, fitting, most_days: float | None = None, point_share=1.0, limits=None):
+def with_ramp_days(inputs, ev, fitting, point_share=1.0, limits=None):
     """(``fitting`` (rows with days, gpu_hours, cost) with ``ramp_factor`` and those three x it, ``point_share``
-    of the rows kept); both unchanged without a ramp. The deadline (``most_days``, else the ask's: deadline_of):
+    of the rows kept); both unchanged without a ramp. The deadline (the ask's: deadline_of):
     a row meets it on its ramp-inclusive days x ``point_share`` (days with failures, jobs.plan.completes), and the
     deadline rule orders the rows that do. ``limits``: the search's SpaceLimits; rows whose ramp phase the
     framework's pipeline schedule refuses are dropped (planner.batch_ramp.phase_refused)."""
@@ -31,7 +31,7 @@ def with_ramp_days(inputs, ev, fitting, most_days: float | None = None, point_sh
     fitting.columns["point_share"] = np.broadcast_to(np.asarray(point_share, dtype=float), (len(fitting),)).copy()
     hold_evaluation_shares(inputs, ev, fitting)
     fitting = with_ramp_factors(ev, fitting, float(inputs.tokens), phases, typed=typed_text(inputs.batch_ramp),
-                                order=_order(inputs, most_days or deadline_of(inputs)),
+                                order=_order(inputs, deadline_of(inputs)),
                                 lead=int(getattr(inputs, "top", 1) or 1), limits=limits, on_factors=_scale)
     for name in SCALED:
         fitting.columns.pop("steady_" + name)

@@ -34,7 +34,7 @@ from gpuplan.jobs.plan.ramp_days import with_ramp_days
 from gpuplan.jobs.plan.completes import check_offer_pick, with_completing_shares
 from gpuplan.jobs.plan.no_fit import no_fit_refusal
 from gpuplan.jobs.plan.offer import offers_answering_batch
-from gpuplan.jobs.plan.deadline import counts_between, deadline_counts, deadline_of, deadline_rows
+from gpuplan.jobs.plan.deadline import counts_between, deadline_counts, deadline_rows
 from gpuplan.planner.plan import (Plan, alternative_counts, asked_column, evaluate_layout, search_smaller_first,
                                   no_layout_error, ranking, row_layout, smallest_fitting_count)
 from gpuplan.planner.framework_rules import (COMBINED_1F1B_REFUSED_RECOMPUTE, CPU_OFFLOAD_PP, CPU_OFFLOAD_RECOMPUTE,
@@ -368,22 +368,16 @@ def search_on(inputs, ev: Evaluator, exhaustive: bool = False, progress=None) ->
     return found
 
 
-def _with_days(inputs: PlanInputs, ev: Evaluator, fitting: LayoutTable, price: float | None,
-               most_days: float | None = None) -> LayoutTable:
+def _with_days(inputs: PlanInputs, ev: Evaluator, fitting: LayoutTable, price: float | None) -> LayoutTable:
     """``fitting`` (timed rows) with days, GPU-hours and cost (USD at ``price`` per GPU-hour; NaN unpriced),
-    less the rows whose run never completes with failures, with each row's failure shares (with_completing_shares);
-    ``most_days``: rows slower than it before failures dropped first (failures only add: they cannot meet it)."""
+    less the rows whose run never completes with failures, with each row's failure shares (with_completing_shares).
+    Every row is kept before failures, slow ones too: a count's first row decides the deadline (planner.plan)."""
     wall = inputs.tokens / fitting["tokens_per_second"]
-    if most_days is not None:
-        soon = wall <= most_days * SECONDS_PER_DAY
-        fitting, wall = fitting.take(soon), wall[soon]
-        if not len(fitting):
-            return fitting
     fitting.columns["days"] = wall / SECONDS_PER_DAY
     fitting.columns["gpu_hours"] = wall * fitting["gpus"] / 3600
     fitting.columns["cost"] = fitting["gpu_hours"] * (price if price is not None else np.nan)
     fitting, point_share = with_completing_shares(inputs, ev, fitting)  # the rows that finish with failures
-    fitting, point_share = with_ramp_days(inputs, ev, fitting, most_days, point_share, space_limits(inputs))
+    fitting, point_share = with_ramp_days(inputs, ev, fitting, point_share, space_limits(inputs))
     fitting.columns["days_with_failures"] = fitting["days"] * point_share  # the answer's, row by row
     return fitting
 

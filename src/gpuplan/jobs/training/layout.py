@@ -70,7 +70,7 @@ def one_rank_zero_note(plan: Plan) -> tuple[str, ...]:
     memory` counts it so too); () otherwise. s24 (helper PL2): `train llama-3.1-8b --gpus 8 --tp 8 --zero 1` was
     refused 'no layout can use these GPU counts' while `memory` with the same degrees answered."""
     lay = plan.layout
-    if lay.zero == 0 or lay.dp * lay.cp > 1:
+    if lay.zero == 0 or lay.state_shards > 1:  # core.parallel: the ranks ZeRO shards over
         return ()
     return (f"ZeRO-{lay.zero} on dp x cp = 1 shards over one rank: no memory saved and no collective added (`gpuplan "
             "memory` sizes it as ZeRO-0); ZeRO needs dp x cp > 1 to save memory",)
