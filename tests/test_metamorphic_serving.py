@@ -230,11 +230,14 @@ def test_every_part_of_the_recommended_size_holds_it(kw):
     parts = [gid for gid, e in hardware_entries().items() if float(e["memory_gb"]) == rec
              and engine_modelled_on(kw["engine"], str(e.get("vendor") or ""))]
     assert parts
+    checked = 0
     for gid in parts:
         try:
             on = answer(gpu=gid, **kw)
         except InputError:  # a part that refuses the format (no bf16 on it) is not a place to serve it
             continue
         assert on["fits"], (gid, on["max_sequences"])
+        checked += 1
+    assert checked  # at least one part of the size answered (it could pass with none)
     if kw["model"] == "llama-2-7b" and kw["engine"] == "vllm":
         assert rec == 24
