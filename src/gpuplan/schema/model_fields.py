@@ -12,6 +12,7 @@ from gpuplan.errors import InputError
 from gpuplan.schema import types as T
 from gpuplan.schema import vocabulary as V
 from gpuplan.schema.base import JobInputs
+from gpuplan.schema.precision_rules import follow_recipe
 from gpuplan.schema.tpu_rules import follow_device
 from gpuplan.schema.vendor_rules import check_vendor_options
 
@@ -55,11 +56,13 @@ class ModelFields(JobInputs):
                                             checkpoint_format=reads_checkpoint_format(self)))
 
     def follow_model(self) -> "ModelFields":
-        """The sequence length the model sets where none was given (follow_position_limit), and a training ask's
-        framework on a TPU with its CUDA-only options (schema.tpu_rules.follow_device), and those options on Intel
+        """The sequence length the model sets where none was given (follow_position_limit), a training ask's
+        framework on a TPU with its CUDA-only options (schema.tpu_rules.follow_device), the compute dtype a --recipe
+        names where --dtype was not given (schema.precision_rules.follow_recipe), and those options on Intel
         Gaudi / Huawei Ascend parts (schema.vendor_rules)."""
         follow_position_limit(self)
         follow_device(self)
+        follow_recipe(self)  # --dtype left out: the compute dtype --recipe names (fp8), schema.precision_rules
         check_vendor_options(self)
         return self
 

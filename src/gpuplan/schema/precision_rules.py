@@ -5,8 +5,13 @@ rules for every training door (plan, train, budget, memory): each refusal names 
 linears keep their inputs in for the weight gradient (core.memory.activations.saved_linear_input_bytes).
 --recipe fp8 is a model-states recipe (core.precision.RECIPES): Megatron's bf16 weights, fp32 gradients, master and
 Adam moments plus TE's FP8 weight and transpose caches (2 B per matrix parameter). It names a compute dtype of its
-own (core.precision.RECIPE_COMPUTE_DTYPE), so a --dtype stated otherwise contradicts it; left out, --dtype keeps its
-default (bf16), as every door has answered `--recipe fp8` alone."""
+own (core.precision.RECIPE_COMPUTE_DTYPE), so a --dtype stated otherwise contradicts it, and a --dtype left out is
+the recipe's (follow_recipe): the FP8 switch is one option in the frameworks -- Megatron-Core's --fp8-format "If
+set, enables the use of FP8 precision through Transformer Engine" (transformer_config.py@d98e8a6 L587-592; its
+--fp8-recipe only the scaling), torchtitan's model.converters ["float8"] swaps the linears for Float8Linear
+(torchtitan/components/quantization/float8.py) -- so `--recipe fp8` alone computes in fp8. Before session 25 every
+door answered it at bf16 compute (the FP8 weight caches counted, the linears' inputs at 2 B, the bf16 peak): an FP8
+ask silently given a BF16 answer."""
 
 from __future__ import annotations
 
@@ -14,6 +19,45 @@ from typing import Any
 
 from gpuplan.core.frameworks import MEGATRON_CORE_FRAMEWORKS
 from gpuplan.errors import InputError
+
+
+def follow_recipe(inputs: Any) -> None:
+    """--dtype left out follows a recipe that names its compute dtype (core.precision.RECIPE_COMPUTE_DTYPE: fp8 ->
+    fp8; bf16 -> bf16, the default already; a --gpu without it refused naming recipe): set once, before any check
+    reads it, as schema.tpu_rules.follow_device sets the framework; the field stays unstated (the answer's dtype
+    line says whose it is: dtype_text). Run by ModelFields.follow_model for every job schema with both fields
+    (train, budget, plan, memory)."""
+    from gpuplan.core.precision import RECIPE_COMPUTE_DTYPE
+
+    fields = type(inputs).model_fields
+    if "dtype" not in fields or "recipe" not in fields or "dtype" in inputs.model_fields_set:
+        return
+    recipe = getattr(inputs, "recipe_name", None)
+    dtype = RECIPE_COMPUTE_DTYPE.get(recipe)
+    if dtype is None:
+        return
+    from gpuplan.core.precision import check_recipe_runs_on
+    from gpuplan.schema.device_rules import accelerator
+
+    if (gpu := accelerator(getattr(inputs, "gpu", None))) is not None:  # a part without the dtype: refused naming
+        check_recipe_runs_on(recipe, gpu)  # recipe, the option typed (not 'dtype: got fp8', never typed)
+    inputs.__dict__["dtype"] = dtype  # frozen for callers; set once
+
+
+def followed_recipe(inputs: Any) -> bool:
+    """Whether ``inputs``' dtype is the one --recipe names (follow_recipe), not a --dtype stated or the default."""
+    from gpuplan.core.precision import RECIPE_COMPUTE_DTYPE
+
+    recipe = getattr(inputs, "recipe_name", None)
+    return "dtype" not in inputs.model_fields_set and RECIPE_COMPUTE_DTYPE.get(recipe) == inputs.dtype != \
+        type(inputs).model_fields["dtype"].default
+
+
+def dtype_text(inputs: Any, detail: str | None = None) -> str:
+    """The answer's compute dtype with ``detail`` (memory's FP8 scaling) in brackets, and whose it is where --recipe
+    set it: 'fp8 (tensorwise; --recipe fp8's)'."""
+    said = [part for part in (detail, f"--recipe {inputs.recipe_name}'s" if followed_recipe(inputs) else None) if part]
+    return inputs.dtype + (f" ({'; '.join(said)})" if said else "")
 
 
 def check_precision(inputs: Any) -> None:

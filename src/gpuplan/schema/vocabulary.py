@@ -250,7 +250,8 @@ Loss = option(T.choice("hf-ce", "fp32-ce", "vocab-parallel-ce", "te-ce", "chunke
               "the bf16 logits and writes their gradient into them) or chunked (torchtitan: LM head + "
               "CE in 8 chunks). Not given: the framework's.", "the framework's")
 Recipe = option(T.choice(*M.RECIPES) | None, None, f"Precision recipe of the model states: {', '.join(M.RECIPES)}. "
-                "Not given: the framework's (megatron: megatron; calibrate: the log format's).", "the framework's")
+                "fp8 computes in fp8 (TE's FP8 linears) where --dtype is not given (train, budget, plan, memory). Not "
+                "given: the framework's (megatron: megatron; calibrate: the log format's).", "the framework's")
 Optimizer = option(T.choice(*M.OPTIMIZERS), "adamw", f"Optimizer: {', '.join(M.OPTIMIZERS)}.")
 OptimizerImpl = option(T.choice("foreach", "fused", "forloop") | None, None, "Optimizer kernel: foreach (one "
                        "parameter-sized step buffer), fused (none) or forloop (two of the largest tensor). Not "

@@ -24,7 +24,7 @@ from gpuplan.core.precision import check_recipe_runs_on
 from gpuplan.core.units import format_bytes
 from gpuplan.errors import InputError
 from gpuplan.jobs.calibrated_plan import check_calibrated_memory
-from gpuplan.schema.precision_rules import check_dtype_runs_on
+from gpuplan.schema.precision_rules import check_dtype_runs_on, dtype_text
 from gpuplan.schema.shard_group import shard_group_assumption
 from gpuplan.jobs.memory.assumptions import (
     compile_memory_assumption,
@@ -323,8 +323,8 @@ def estimate_memory(inputs: MemoryInputs) -> Report:
         Line("gpu", "accelerator", gpu.id, text=f"{gpu.name} ({_gib(gpu.memory_bytes)})"),
         Line("layout", "layout", layout_text),
         Line("seq_len", "sequence length", settings.seq_len, "tokens"),
-        Line("dtype", "compute dtype", inputs.dtype, text=inputs.dtype + (f" ({inputs.fp8_recipe})"
-                                                                         if inputs.dtype == "fp8" else "")),
+        Line("dtype", "compute dtype", inputs.dtype, text=dtype_text(inputs, inputs.fp8_recipe if
+                                                                            inputs.dtype == "fp8" else None)),
         Line("finetune", "training", settings.finetune if settings.finetune == "full" else
              f"{settings.finetune} (rank {settings.lora_rank})"),
     )

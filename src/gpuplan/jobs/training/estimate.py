@@ -23,6 +23,7 @@ from gpuplan.jobs.training.schema import TrainingInputs
 from gpuplan.jobs.training.timing import AfterAllowances, estimate_time
 from gpuplan.report.model import Line, Report
 from gpuplan.schema.base import job_inputs
+from gpuplan.schema.precision_rules import dtype_text
 from gpuplan.schema.tpu_rules import in_device_words
 
 
@@ -49,7 +50,7 @@ def training_report(inputs: TrainingInputs, after_allowances: AfterAllowances | 
         Line("model", "model", spec.name, text=model_label),
         Line("tokens", "training tokens", inputs.tokens, "tokens", format_count(inputs.tokens)),
         Line("gpu", "accelerator", gpu.id, text=f"{gpu.name} ({gpu.id})"),
-        Line("dtype", "compute dtype", inputs.dtype),
+        Line("dtype", "compute dtype", inputs.dtype, text=dtype_text(inputs)),  # '(--recipe fp8's)' where it set it
         Line("finetune", "training", inputs.finetune if inputs.finetune == "full" else
              f"{inputs.finetune} (rank {inputs.lora_rank}, frozen base)"),
     ) + ramp_input(inputs)

@@ -1,0 +1,98 @@
+"""Session 25 (helper BG): the memory and budget jobs' items left by session 24.
+
+1. `--recipe fp8` without `--dtype` computed in bf16 at every door (the FP8 weight caches counted, the bf16 peak and
+   2-byte linear inputs): an FP8 ask given a BF16 answer. The recipe now sets the compute dtype it names
+   (schema.precision_rules.follow_recipe), as Megatron-Core's --fp8-format and torchtitan's float8 converter are the
+   one FP8 switch; a --dtype stated otherwise is refused naming recipe, as before.
+"""
+
+import json
+
+import pytest
+from helpers import field_refusal, report_lines
+
+from gpuplan import (BudgetInputs, MemoryInputs, PlanInputs, TrainingInputs, estimate_budget, estimate_memory,
+                     estimate_training, plan_report)
+
+GiB = 2**30
+H100_FP8_PEAK = 1978.9e12  # FLOP/s dense fp8, the catalog's H100 SXM (twice its 989.45 TFLOP/s bf16)
+LLAMA_8B_MATRIX_PARAMS = 32 * (2 * 4096 * 4096 + 2 * 4096 * 1024 + 3 * 4096 * 14336)
+"""Llama 3.1 8B's linear weights: 32 layers of q, o (4,096 x 4,096), k, v (4,096 x 1,024: 8 KV heads of 128) and the
+gated MLP's three 4,096 x 14,336 = 6,979,321,856 (the embedding and head are not FP8 linears)."""
+
+
+# ---- 1. --recipe fp8 computes in fp8 ----------------------------------------------------------------------------
+
+MEMORY_ASK = dict(model="llama-3.1-8b", gpu="h100", dp=64, zero=1, micro_batch=1)
+
+
+def test_recipe_fp8_alone_is_recipe_fp8_at_dtype_fp8_by_hand():
+    """memory: `--recipe fp8` alone answers what `--recipe fp8 --dtype fp8` answers (77.01 GiB; it answered 79.26 at
+    bf16 compute), and its peak is the megatron recipe's at fp8 (64.01 GiB) plus TE's FP8 weight and transpose caches,
+    2 B per linear weight: 2 x 6,979,321,856 = 13,958,643,712 B = 13.0 GiB, worked by hand."""
+    alone = estimate_memory(MemoryInputs(**MEMORY_ASK, recipe="fp8"))
+    both = estimate_memory(MemoryInputs(**MEMORY_ASK, recipe="fp8", dtype="fp8"))
+    megatron = estimate_memory(MemoryInputs(**MEMORY_ASK, recipe="megatron", dtype="fp8"))
+    assert LLAMA_8B_MATRIX_PARAMS == 6_979_321_856
+    assert alone.value("peak_allocated") == both.value("peak_allocated")
+    assert alone.value("peak_allocated") - megatron.value("peak_allocated") == pytest.approx(
+        2 * LLAMA_8B_MATRIX_PARAMS, rel=1e-12)
+    assert alone.value("peak_allocated") / GiB == pytest.approx(64.008 + 13.0, abs=0.005)
+    assert MemoryInputs(**MEMORY_ASK, recipe="fp8").dtype == "fp8"
+    assert "dtype" not in MemoryInputs(**MEMORY_ASK, recipe="fp8").given  # the recipe's, not the user's
+
+
+def test_train_recipe_fp8_alone_times_at_the_fp8_peak_by_hand(run_cli):
+    """train: the wall-clock at the article's MFU 0.4 of the fp8 peak, by hand: 6 x 8,030,261,248 x 1e12 =
+    4.8182e22 FLOPs / (64 x 1,978.9 TFLOP/s x 0.4 = 5.0660e16 FLOP/s) = 951,080 s = 11.008 days (at bf16 it said
+    22.02 days); the dtype line says whose the fp8 is."""
+    report = estimate_training(TrainingInputs(model="llama-3.1-8b", tokens="1T", gpu="h100", gpus=64, recipe="fp8"))
+    flops = 6 * 8_030_261_248 * 1e12
+    assert report.value("flops_used") == pytest.approx(flops, rel=1e-12)
+    assert report.value("peak_flops") == H100_FP8_PEAK
+    assert report.value("wall_days") == pytest.approx(flops / (64 * H100_FP8_PEAK * 0.4) / 86400, rel=1e-9)
+    assert report.value("wall_days") == pytest.approx(11.008, abs=0.001)
+    code, out, err = run_cli("train", "--model", "llama-3.1-8b", "--tokens", "1T", "--gpu", "h100", "--gpus", "64",
+                             "--recipe", "fp8", "--full")
+    assert code == 0, err
+    assert "compute dtype    fp8 (--recipe fp8's)" in out and "MFU (fp8 basis)" in out
+
+
+@pytest.mark.parametrize("job, ask", [
+    ("memory", dict(MEMORY_ASK)),
+    ("train", dict(model="llama-3.1-8b", tokens="1T", gpu="h100", gpus=64)),
+    ("budget", dict(model="llama-3.1-8b", tokens="1T", gpu="h100", gpus=64)),
+    ("plan", dict(model="llama-3.1-8b", tokens="1T", gpu="h100", gpus=64)),
+])
+def test_every_door_answers_recipe_fp8_as_dtype_fp8(run_cli, client, tmp_path, job, ask):
+    """CLI, plan file, web API and Python API: `recipe: fp8` alone gives `recipe: fp8, dtype: fp8`'s numbers (train's
+    CLI and web answers carry the budget's lines beside estimate_training's)."""
+    inputs, estimate = {"train": (TrainingInputs, estimate_training), "budget": (BudgetInputs, estimate_budget),
+                        "plan": (PlanInputs, plan_report), "memory": (MemoryInputs, estimate_memory)}[job]
+    python = {k: v for k, v in estimate(inputs(**ask, recipe="fp8")).to_dict().get("results", {}).items()
+              if not k.startswith("search")}
+    wanted = {k: v for k, v in estimate(inputs(**ask, recipe="fp8", dtype="fp8")).to_dict().get(
+        "results", {}).items() if not k.startswith("search")}
+    assert python and python == wanted
+    flags = [f"--{k.replace('_', '-')}={v}" for k, v in ask.items()]
+    code, out, err = run_cli(job, *flags, "--recipe", "fp8", "--json")
+    assert code == 0, err
+    plan = tmp_path / "ask.yaml"
+    plan.write_text("".join(f"{k}: {v}\n" for k, v in (ask | {"recipe": "fp8"}).items()), encoding="utf-8")
+    code, planned, err = run_cli(job, str(plan), "--json")
+    assert code == 0, err
+    web = client.post(f"/api/{'training' if job == 'train' else job}", json=ask | {"recipe": "fp8"})
+    assert web.status_code == 200, web.text[:300]
+    for report in (json.loads(out), json.loads(planned), web.json()):
+        got = {k: v for k, v in report["results"].items() if not k.startswith("search")}
+        common = got.keys() & wanted.keys()
+        assert len(common) >= 0.9 * len(wanted) and all(got[k] == pytest.approx(wanted[k], rel=1e-12) if isinstance(
+            wanted[k], float) else got[k] == wanted[k] for k in common), job
+
+
+@pytest.mark.parametrize("job", ["memory", "train", "budget", "plan"])
+def test_recipe_fp8_on_a_part_without_fp8_is_refused_naming_recipe(run_cli, job):
+    """An A100 has no fp8 path: `--recipe fp8` is refused naming recipe (the option typed), not 'dtype: got fp8'."""
+    run = ("--tokens", "1T", "--gpus", "8") if job != "memory" else ()
+    field_refusal(run_cli(job, "--model", "llama-3-8b", "--gpu", "a100", "--recipe", "fp8", *run), "recipe",
+                  "computes in fp8, which NVIDIA A100 80GB SXM4 has no path for")
