@@ -66,13 +66,18 @@ SIXTH_SET = ("olmo3-7b", "olmo3-32b")
 SEVENTH_SET = ("bloomberggpt-50b",)
 """The seventh set by the same criterion (wave 20): BloombergGPT 50.6B on 512 A100 40GB for ~53 days (arXiv:2303.17564
 Secs. 3.3-4, read in a stored full-text copy), its shape a catalog entry (tests/test_gpu_hours_w20.py)."""
+EIGHTH_SET = ("skywork-13b", "glm-130b")
+"""The eighth set by the same criterion (session 25): Skywork-13B on 512 A800 80GB for 39 days (arXiv:2310.19341 Sec. 3.5, a
+rate total) and GLM-130B on 768 A100 40GB from May 6 to July 3, 2022 (arXiv:2210.02414 Secs. 1-2, Table 11), their shapes
+catalog entries (tests/test_gpu_hours_s25.py)."""
 PREDICTED_SETS = (("issue 15's runs, the 15% bar", ISSUE_15_RUNS),
                   ("second set (issue 37), not in the bar", SECOND_SET),
                   ("third set (wave 7), not in the bar", THIRD_SET),
                   ("fourth set (wave 13), not in the bar", FOURTH_SET),
                   ("fifth set (wave 15), not in the bar", FIFTH_SET),
                   ("sixth set (wave 19), not in the bar", SIXTH_SET),
-                  ("seventh set (wave 20), not in the bar", SEVENTH_SET))
+                  ("seventh set (wave 20), not in the bar", SEVENTH_SET),
+                  ("eighth set (session 25), not in the bar", EIGHTH_SET))
 STATED = ("recompute", "attention_kernel", "nic_gbit_per_gpu", "framework", "implementation", "ep_a2a_overlap",
           "ep_dispatcher", "dp_overlap", "tp_overlap", "sequence_parallel",
           "grad_all_reduce", "grad_dtype", "tp_comm_dtype", "partition_activations", "eval_interval", "eval_iters",
