@@ -15,6 +15,7 @@ from gpuplan.catalog.pricing import (
     provider_info,
     provider_prices,
     providers,
+    published_discount,
     spot_discount,
 )
 from gpuplan.core.economics import cost as K
@@ -74,6 +75,18 @@ def test_spot_discount_from_published_pairs():
     assert "GCP" in source
     # no pair for the A100 80GB SXM: the median over every published pair in the catalog
     assert "all catalog GPUs" in spot_discount("a100")[1]
+
+
+def test_published_discount_is_one_rule_for_spot_and_reserved():
+    # reserved, A100 80GB SXM: AWS p4de 1 - 2.1752 / 3.4309 = 36.6%, Hyperstack 1 - 1.36 / 1.60 = 15.0%; median of two
+    off, pairs = published_discount("a100", "reserved")
+    assert off == pytest.approx(((1 - 2.1752 / 3.4309) + (1 - 1.36 / 1.60)) / 2, rel=1e-12)
+    assert [r.provider for r, _ in pairs] == ["AWS", "Hyperstack"]
+    assert published_discount("a100", "reserved", "aws")[0] == pytest.approx(1 - 2.1752 / 3.4309, rel=1e-12)
+    # spot: the same rule, as spot_discount reads it (GCP a3-highgpu-1g 6.571 vs 10.9791)
+    assert published_discount("h100", "spot")[0] == pytest.approx(spot_discount("h100")[0], rel=0) == \
+        pytest.approx(1 - 6.571 / 10.9791, rel=1e-12)
+    assert published_discount("a100", "spot") is None  # no A100 80GB SXM row publishes a spot price
 
 
 def test_listing_helpers():

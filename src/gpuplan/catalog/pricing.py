@@ -172,21 +172,28 @@ def lookup_price(gpu_id: str, kind: str = "on_demand", provider: str | None = No
     return median, f"median of {who} {label} prices ({listing}) as of {_dates(all_rows)}; catalog/prices/*.toml"
 
 
-def spot_discount(gpu_id: str, provider: str | None = None) -> tuple[float, str] | None:
-    """Fraction off on-demand for spot, from rows that publish both prices for the same SKU:
-    this GPU's rows (one provider's, if given) first, else every such row in the catalog.
-    Returns (median discount, source) or None when no row publishes both."""
-    def pairs(rows):
-        return [(r, 1.0 - r.spot / r.on_demand) for r in rows if r.spot is not None and r.on_demand]
+def published_discount(gpu: str | None, kind: str, provider: str | None = None
+                       ) -> tuple[float, tuple[tuple[PriceRow, float], ...]] | None:
+    """Fraction off on-demand that ``kind`` (spot, reserved) is published at: the median of 1 - price / on-demand over
+    the rows that publish both for one SKU, this accelerator's (one provider's, if given; every row's with ``gpu``
+    None), with the (row, fraction) pairs it is the median of; None when no row publishes both."""
+    _check_kind(kind)
+    pairs = tuple((r, 1.0 - r.price(kind) / r.on_demand) for r in price_rows(gpu, provider)  # type: ignore[operator]
+                  if r.price(kind) is not None and r.on_demand)
+    return (statistics.median(d for _, d in pairs), pairs) if pairs else None
 
-    scope = pairs(price_rows(gpu_id, provider))
+
+def spot_discount(gpu_id: str, provider: str | None = None) -> tuple[float, str] | None:
+    """Fraction off on-demand for spot (published_discount): this GPU's rows (one provider's, if given) first, else
+    every such row in the catalog. Returns (median discount, source) or None when no row publishes both."""
+    found = published_discount(gpu_id, "spot", provider)
     where = f"{resolve_gpu_id(gpu_id)}" + (f" at {provider}" if provider else "")
-    if not scope:
-        scope, where = pairs(_catalog()[1]), "all catalog GPUs (none published for this GPU)"
-    if not scope:
+    if found is None:
+        found, where = published_discount(None, "spot"), "all catalog GPUs (none published for this GPU)"
+    if found is None:
         return None
-    detail = ", ".join(f"{r.provider} {r.gpu} {d:.0%}" for r, d in scope)
-    return statistics.median(d for _, d in scope), f"median spot discount over {where}: {detail}"
+    detail = ", ".join(f"{r.provider} {r.gpu} {d:.0%}" for r, d in found[1])
+    return found[0], f"median spot discount over {where}: {detail}"
 
 
 def price_table(gpu: str | None = None, provider: str | None = None) -> Table:

@@ -10,7 +10,6 @@ numbers a training estimate already has and returns the report sections "Data lo
 from __future__ import annotations
 
 import math
-import statistics
 from dataclasses import dataclass, field
 
 from gpuplan.catalog.storage import storage_spec
@@ -196,18 +195,18 @@ def resolve_prices(gpu_id: str, s: BudgetSettings) -> Prices:
 
 def _discounted_reserved(od: float | None, gpu_id: str, provider: str | None, basis: str) -> tuple[float, str] | None:
     """The reserved price beside an on-demand price ``od`` that is not one provider's own (--price, or the median over
-    providers): ``od`` less the published reserved discount, the median of 1 - reserved / on-demand over this GPU's rows
-    that publish both (the provider's only, if given), as spot takes its published discount; None where no row
-    publishes both (no reserved line). The median of the reserved prices alone is other providers' discount off other
-    on-demand prices: `budget --gpu h100 --price 1` priced reserved at that $3.82, $15,548 against $4,072 on demand,
-    and a100's default priced it above on-demand ($1.77 median reserved of 2 providers, $1.71 median on-demand of 5;
-    session 24, helper MT2)."""
-    from gpuplan.catalog.pricing import price_rows
+    providers): ``od`` less the published reserved discount (catalog.pricing.published_discount: the median of
+    1 - reserved / on-demand over this GPU's rows that publish both, the provider's only if given), as spot takes its
+    published discount; None where no row publishes both (no reserved line). The median of the reserved prices alone
+    is other providers' discount off other on-demand prices: `budget --gpu h100 --price 1` priced reserved at that
+    $3.82, $15,548 against $4,072 on demand, and a100's default priced it above on-demand ($1.77 median reserved of 2
+    providers, $1.71 median on-demand of 5; session 24, helper MT2)."""
+    from gpuplan.catalog.pricing import published_discount
 
-    pairs = [(r, 1 - r.reserved / r.on_demand) for r in price_rows(gpu_id, provider) if r.reserved and r.on_demand]
-    if od is None or not pairs:
+    found = published_discount(gpu_id, "reserved", provider)
+    if od is None or found is None:
         return None
-    off = statistics.median(d for _, d in pairs)
+    off, pairs = found
     detail = ", ".join(f"{r.provider} {r.sku} {d:.0%}" for r, d in pairs)
     return od * (1 - off), f"{basis} x (1 - {format_percent(off)}); median reserved discount: {detail}"
 
