@@ -76,13 +76,13 @@ def read_campaign(document: Any, where: str | None = None, prepare: Prepare | No
     _known_keys(defaults, fields, head, (STAGES_KEY, NAME_KEY))
     defaults = prepare(dict(defaults)) if prepare else defaults  # the face's reading first: the web's catalog check
     BudgetInputs.check_values(defaults, where)  # a default every stage overrides is still a value written
-    title = _name(_given(document, f"{head}{NAME_KEY}"), f"{head}{NAME_KEY}", "")
+    title = _name(document, f"{head}{NAME_KEY}", "")
     checked: list[CampaignStage] = []
     for index, stage in enumerate(stages):
         label = f"{head}{stage_label(index)}"
         if not isinstance(stage, Mapping):
             raise InputError(label, _kind(stage), f"expected a mapping of `gpuplan budget` fields (and a `{NAME_KEY}`)")
-        name = _name(_given(stage, f"{label}.{NAME_KEY}"), f"{label}.{NAME_KEY}", f"stage {index + 1}")
+        name = _name(stage, f"{label}.{NAME_KEY}", f"stage {index + 1}")
         if any(done.name == name for done in checked):
             raise InputError(f"{label}.{NAME_KEY}", name, "is the name of an earlier stage; give each stage its own")
         own = {k: v for k, v in stage.items() if k != NAME_KEY}
@@ -136,22 +136,23 @@ def _known_keys(raw: Mapping[str, Any], fields: Mapping[str, Any], head: str, ex
             hint = f"did you mean {', '.join(near)}? " if near else ""
             raise InputError(f"{head}{key}", value, f"unknown field; {hint}a campaign takes {', '.join(extra)} and "
                              "the fields of `gpuplan budget` (docs/cli.md)")
-        if value is None:
-            raise InputError(f"{head}{key}", "null", "give a value, or leave the key out for the default")
+        _not_null(value, f"{head}{key}")
 
 
-def _given(mapping: Mapping[str, Any], field: str) -> Any:
-    """``mapping``'s name, None where absent; a `name: null` refused as every other null of the document is (it was
-    the default name in disguise at every door: hostile wave 27)."""
-    if NAME_KEY in mapping and mapping[NAME_KEY] is None:
-        raise InputError(field, "null", "give a value, or leave the key out for the default")
-    return mapping.get(NAME_KEY)
-
-
-def _name(value: Any, field: str, default: str) -> str:
-    """A stage's (or the campaign's) name: text of 1 to MAX_NAME_CHARS printable characters; ``default`` if absent."""
+def _not_null(value: Any, field: str) -> Any:
+    """``value``, refused naming ``field`` where it is null: every key of the document, the names too (a `name: null`
+    was the default name in disguise at every door: hostile wave 27)."""
     if value is None:
+        raise InputError(field, "null", "give a value, or leave the key out for the default")
+    return value
+
+
+def _name(mapping: Mapping[str, Any], field: str, default: str) -> str:
+    """A stage's (or the campaign's) name, ``mapping``'s NAME_KEY: text of 1 to MAX_NAME_CHARS printable characters;
+    ``default`` where absent, refused where null."""
+    if NAME_KEY not in mapping:
         return default
+    value = _not_null(mapping[NAME_KEY], field)
     if not isinstance(value, str) or not value.strip() or len(value) > MAX_NAME_CHARS or not value.isprintable():
         raise InputError(field, value if isinstance(value, str) else _kind(value),
                          f"must be text of 1 to {MAX_NAME_CHARS} printable characters")
