@@ -104,7 +104,7 @@ def reports_for_plan(data: dict[str, Any], where: str, sections: str | tuple[str
             from gpuplan.report.layout_note import with_budget_contrast
 
             report = with_budget_contrast(report, run("budget"))
-        done[name] = auto.with_note(report, note) if note else report
+        done[name] = report.with_note(note) if note else report
         return done[name]
 
     if "inference" not in sections and (nested or any(k in serving_only for k in data)):

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import math
 
-from gpuplan.report.shard_group_memory import with_note
-
 STATED = ("tp", "pp", "vpp", "cp", "ep", "zero", "micro_batch", "recompute", "global_batch")
 """The budget layout's fields (its mem_layout value) that fix `gpuplan memory`'s peak beside the GPU count: the global
 batch sets the pipeline's micro-batches in flight (memory's default is its own, docs/memory.md)."""
@@ -28,6 +26,6 @@ def with_budget_contrast(memory, budget):
             math.isclose(ours.value, theirs.value, rel_tol=1e-9):
         return memory
     given = ", ".join(f"{k}: {layout.value[k]}" for k in STATED if isinstance(layout.value, dict) and k in layout.value)
-    return with_note(memory, f"this section checks the layout the plan file states ({stated}): {ours.text} allocated; "
-                             f"the budget section runs {layout.text}: {theirs.text} allocated, fits {fits.text}. "
-                             f"To check that layout here, state it in the file ({given})")
+    return memory.with_note(f"this section checks the layout the plan file states ({stated}): {ours.text} allocated; "
+                            f"the budget section runs {layout.text}: {theirs.text} allocated, fits {fits.text}. "
+                            f"To check that layout here, state it in the file ({given})")

@@ -7,7 +7,7 @@ format; they never compute, so a number cannot differ between the CLI, JSON and 
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 
@@ -137,3 +137,7 @@ class Report:
 
     def assumption(self, key: str) -> Assumption | None:
         return next((a for a in self.assumptions if a.key == key), None)
+
+    def with_note(self, note: str) -> Report:
+        """This report with ``note`` first among its notes."""
+        return replace(self, notes=(note, *self.notes))

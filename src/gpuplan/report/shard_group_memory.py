@@ -7,7 +7,6 @@ section quotes."""
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 from gpuplan.schema import vocabulary as V
@@ -34,8 +33,3 @@ def with_budget_layout(fields: dict[str, Any], budget) -> tuple[dict[str, Any], 
     told = f"shard group {group:,}" if group else "plain sharding"
     return out, (f"shard_group auto: memory checks the budget's layout, {line.text} (its search chose {told}); "
                  "`gpuplan memory` takes one fixed layout")
-
-
-def with_note(report, note: str):
-    """``report`` with ``note`` first among its notes."""
-    return replace(report, notes=(note, *report.notes))
