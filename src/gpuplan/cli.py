@@ -175,13 +175,15 @@ def _run(argv: list[str]) -> int:
         sys.stderr.write(f"error: {twice[0][2:].replace('-', '_')}: given twice ({twice[1]}); give it once\n")
         return 2
     try:
-        result = app.main(args=argv, prog_name="gpuplan", standalone_mode=False)
+        try:
+            result = app.main(args=argv, prog_name="gpuplan", standalone_mode=False)
+        except click.exceptions.NoArgsIsHelpError as exc:  # `gpuplan catalog`: its help is the answer, written
+            sys.stdout.write(exc.ctx.get_help() + "\n")  # where an answer's failing write is caught (/dev/full, a
+            sys.stdout.flush()  # closed pipe: a traceback, exit 1 before; hostile wave 29)
+            result = 0
     except InputError as exc:
         sys.stderr.write(f"error: {exc}\n")
         return 2
-    except click.exceptions.NoArgsIsHelpError as exc:
-        sys.stdout.write(exc.ctx.get_help() + "\n")
-        return 0
     except click.ClickException as exc:
         sys.stderr.write(f"error: {usage_line(exc, argv)}\n")
         return 2

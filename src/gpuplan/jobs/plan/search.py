@@ -290,7 +290,7 @@ def _with_fallbacks(ev: Evaluator, counts: tuple[int, ...], table: LayoutTable, 
     """Each asked count where nothing fits gets the rows of the first group of smaller counts with a
     fitting layout (planner.fallback: its rows carry ``gpus_asked``, the difference stays idle). A common
     cluster size whose layouts exist but do not fit gets none: fewer GPUs hold more per GPU."""
-    waiting = {}
+    waiting, known = {}, {}  # known: has_layout by count, one target and limits for every count here
     for count in counts:
         mine = table["gpus_asked"] == count if len(table) else np.zeros(0, dtype=bool)
         if (table["fits"] & mine).any() if len(table) else False:
@@ -298,7 +298,7 @@ def _with_fallbacks(ev: Evaluator, counts: tuple[int, ...], table: LayoutTable, 
         if is_common_size(count) and mine.any():
             continue
         below = min((count,) + alternative_counts(count, ev.cluster.gpus_per_node))  # what was searched for it
-        waiting[count] = fallback_groups(ev, count, below, target, max_tp(ev), limits)
+        waiting[count] = fallback_groups(ev, count, below, target, max_tp(ev), limits, known)
     return with_fallbacks(ev, waiting, table, target, max_tp(ev), limits, exhaustive)
 
 

@@ -1,0 +1,69 @@
+"""Hostile inputs, wave 29 (helper HX29, session 25): each case is refused in one line naming the field, exit status
+2, or answered in time, at every door that takes it, with nothing half-written."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+# ---- 1. a command group's help (the answer of `gpuplan catalog`) where stdout cannot take it ---------------------
+
+
+def _catalog_help_into(stdout) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "gpuplan", "catalog"], stdout=stdout, stderr=subprocess.PIPE,
+                          timeout=60, text=True)
+
+
+def test_a_group_help_on_a_full_device_is_one_line_exit_2():
+    """`gpuplan catalog > /dev/full` printed its help outside the guard an answer's write has: a traceback
+    (OSError: No space left on device), exit 1; now the line `gpuplan catalog models > /dev/full` gives."""
+    if not os.path.exists("/dev/full"):
+        pytest.skip("no /dev/full")
+    with open("/dev/full", "w") as full:
+        done = _catalog_help_into(full)
+    assert done.returncode == 2 and "Traceback" not in done.stderr, (done.returncode, done.stderr[-300:])
+    assert done.stderr == "error: output: cannot be written (No space left on device); write to a device with space\n"
+
+
+def test_a_group_help_into_a_closed_pipe_ends_as_an_answer_does():
+    """`gpuplan catalog | true` (the reader gone first): BrokenPipeError traceback, exit 1; now 141 and silent, as
+    tests/test_hostile_last_mile.py asks of an answer command."""
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        done = _catalog_help_into(write)
+    finally:
+        os.close(write)
+    assert done.returncode == 141 and done.stderr == "", (done.returncode, done.stderr[-300:])
+
+
+def test_a_group_help_is_still_printed(run_cli):
+    code, out, err = run_cli("catalog")
+    assert code == 0 and err == "" and out.startswith("Usage: gpuplan catalog") and "models" in out
+
+
+# ---- 2. many asked GPU counts with no layout: each smaller count tested once, not once per ask ---------------------
+
+
+def test_many_counts_without_a_layout_test_each_smaller_count_once(monkeypatch):
+    """`plan llama-3.1-8b --gpu h100 --seq-len 16M --gpus 1024,2048,...,262144` (256 counts; one 16M-token sequence
+    a step, so almost no count has a layout): each count's fallback windows (planner.fallback.windows_below) were
+    tested for a layout afresh, 47,277 tests of 493 counts, 8-10 s whole process (2 shared cores); now each count
+    once (2.2 s), the same answer."""
+    import gpuplan.planner.fallback as fallback
+    from gpuplan.jobs.plan.schema import PlanInputs
+    from gpuplan.jobs.plan.search import search
+
+    tested: list[int] = []
+    original = fallback.has_layout
+    monkeypatch.setattr(fallback, "has_layout", lambda ev, count, *a: tested.append(count) or original(ev, count, *a))
+    start = time.perf_counter()
+    found = search(PlanInputs(model="llama-3.1-8b", gpu="h100", seq_len="16M",
+                              gpus=",".join(str(1024 * i) for i in range(1, 257))))
+    assert time.perf_counter() - start < 5
+    assert len(tested) == len(set(tested)) > 0, (len(tested), len(set(tested)))
+    assert found.table["fits"].any()
