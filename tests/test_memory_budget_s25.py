@@ -4,6 +4,10 @@
    2-byte linear inputs): an FP8 ask given a BF16 answer. The recipe now sets the compute dtype it names
    (schema.precision_rules.follow_recipe), as Megatron-Core's --fp8-format and torchtitan's float8 converter are the
    one FP8 switch; a --dtype stated otherwise is refused naming recipe, as before.
+2. `--ep-a2a-overlap` was a train / plan / budget option only, so `gpuplan memory` could not give the MoE peak train
+   printed as "`gpuplan memory` of this layout gives the same". memory takes it (the one field and rules,
+   schema.training_fields.EpA2aOverlap / check_combined_1f1b): with a pipeline one more interleaved warm-up chunk
+   (Megatron-Core schedules.py get_pp_rank_microbatches: num_warmup_microbatches + 1), at pp 1 no change.
 """
 
 import json
@@ -96,3 +100,72 @@ def test_recipe_fp8_on_a_part_without_fp8_is_refused_naming_recipe(run_cli, job)
     run = ("--tokens", "1T", "--gpus", "8") if job != "memory" else ()
     field_refusal(run_cli(job, "--model", "llama-3-8b", "--gpu", "a100", "--recipe", "fp8", *run), "recipe",
                   "computes in fp8, which NVIDIA A100 80GB SXM4 has no path for")
+
+
+# ---- 2. memory takes --ep-a2a-overlap ---------------------------------------------------------------------------
+
+MOE_ASK = dict(model="qwen3-30b-a3b", gpu="h100", gpus=16, ep=8, pp=2, vpp=2, cp=2, zero=1, micro_batch=1,
+               global_batch=48)
+LAYOUT_FIELDS = ("tp", "pp", "vpp", "cp", "ep", "zero", "micro_batch", "recompute", "global_batch", "etp",
+                 "shard_group")
+
+
+def _trains_layout(ask: dict) -> tuple[float, dict]:
+    """train's allocated peak for ``ask`` and the memory fields of its layout (as test_memory_dtype_s24 reads them)."""
+    report = estimate_training(TrainingInputs(tokens="1T", mfu="predicted", **ask))
+    degrees = report.value("mem_layout")
+    layout = {k: degrees[k] for k in LAYOUT_FIELDS if k in degrees} | {"gpus": degrees["gpus"]}
+    fixed = {k: v for k, v in ask.items() if k not in LAYOUT_FIELDS and k != "gpus"}
+    return report.value("mem_peak_allocated"), fixed | layout
+
+
+def test_memory_ep_a2a_overlap_one_more_warmup_chunk_by_hand():
+    """pp 2 x vpp 2 on stage 0: Megatron-Core's warm-up runs w = 2 (pp - 1) + (v - 1) pp = 4 chunks and holds w + 1 =
+    5 at the first backward, 5 / v = 2.5 micro-batches' worth; the combined 1F1B adds one chunk: 6 / 2 = 3. The
+    activations grow by 3 / 2.5 = 1.2 exactly, and nothing else moves; at pp 1 one micro-batch either way."""
+    on = estimate_memory(MemoryInputs(**MOE_ASK, ep_a2a_overlap=True))
+    off = estimate_memory(MemoryInputs(**MOE_ASK))
+    assert on.value("peak_activations") / off.value("peak_activations") == pytest.approx(6 / 5, rel=1e-12)
+    assert on.value("peak_allocated") - off.value("peak_allocated") == pytest.approx(
+        on.value("peak_activations") - off.value("peak_activations"), rel=1e-12)
+    flat = dict(MOE_ASK, gpus=8, pp=1, vpp=1)
+    assert estimate_memory(MemoryInputs(**flat, ep_a2a_overlap=True)).value("peak_allocated") == \
+        estimate_memory(MemoryInputs(**flat)).value("peak_allocated")
+
+
+@pytest.mark.parametrize("ask", [
+    dict(model="qwen3-30b-a3b", gpu="h100", gpus=16, ep=8, pp=2, vpp=2, cp=2, micro_batch=1, global_batch=48),
+    dict(model="qwen3-30b-a3b", gpu="h100", gpus=16, ep=8),  # the planner's layout (pp 1 or interleaved)
+    dict(model="mixtral-8x7b", gpu="h100", gpus=64, ep=8, pp=4, vpp=4),
+])
+def test_memory_of_trains_layout_gives_trains_peak_with_ep_a2a_overlap(run_cli, client, tmp_path, ask):
+    """train's allocated peak under --ep-a2a-overlap, to the byte, from memory at every door: flags, a plan file,
+    the web API and the Python API (before: 'ep-a2a-overlap: not an option of gpuplan memory')."""
+    want, fields = _trains_layout(ask | {"ep_a2a_overlap": True})
+    assert estimate_memory(MemoryInputs(**fields)).value("peak_allocated") == want
+    flags = [f"--{k.replace('_', '-')}" + ("" if v is True else f"={v}") for k, v in fields.items()]
+    code, out, err = run_cli("memory", *flags, "--json")
+    assert code == 0, err
+    plan = tmp_path / "memory.yaml"
+    plan.write_text("".join(f"{k}: {str(v).lower() if v is True else v}\n" for k, v in fields.items()), "utf-8")
+    code, planned, err = run_cli("memory", str(plan), "--json")
+    assert code == 0, err
+    web = client.post("/api/memory", json=fields)
+    assert web.status_code == 200, web.text[:300]
+    for report in (json.loads(out), json.loads(planned), web.json()):
+        assert report_lines(report)["peak_allocated"]["value"] == want
+
+
+@pytest.mark.parametrize("flags, field, fragment", [
+    (("--model", "qwen3-30b-a3b", "--gpus", "16"), "ep_a2a_overlap", "needs expert parallelism (--ep > 1)"),
+    (("--model", "qwen3-30b-a3b", "--gpus", "16", "--ep", "8", "--pp", "2"), "vpp", "runs a pipeline only interleaved"),
+    (("--model", "qwen3-30b-a3b", "--gpus", "16", "--ep", "8", "--recompute", "full"), "recompute",
+     "refuses full recompute under --ep-a2a-overlap"),
+    (("--model", "qwen3-30b-a3b", "--gpus", "16", "--ep", "8", "--framework", "torchtitan"), "ep_a2a_overlap",
+     "is Megatron-Core's combined 1F1B schedule"),
+    (("--model", "qwen3-30b-a3b", "--gpus", "16", "--ep", "8", "--pp", "2", "--vpp", "2", "--cp", "2",
+      "--global-batch", "12"), "global_batch", "needs a multiple of pp micro-batches"),
+])
+def test_memory_refuses_ep_a2a_overlap_where_megatron_does(run_cli, flags, field, fragment):
+    """The layouts Megatron-Core refuses under the combined 1F1B, refused by memory naming the field, as train."""
+    field_refusal(run_cli("memory", "--gpu", "h100", *flags, "--ep-a2a-overlap"), field, fragment)

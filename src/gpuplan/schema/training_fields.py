@@ -331,6 +331,34 @@ def _f(default: Any, help: str, shown: str | None = None) -> Any:
     return V.field(default, help, shown)
 
 
+EpA2aOverlap = Annotated[T.Bool, _f(False, "MoE all-to-all under Megatron-Core's combined 1F1B schedule "
+                                          "(--overlap-moe-expert-parallel-comm): each dispatch / combine runs beside "
+                                          "the other micro-batch's compute, phase by phase; replaces --ep-overlap. "
+                                          "Memory: one more interleaved warm-up chunk with a pipeline.")]
+"""StepFields' and memory's (jobs.memory.schema) field: the one MemorySettings.ep_a2a_overlap both doors read."""
+
+
+def check_combined_1f1b(inputs: Any, ep: int | None) -> None:
+    """--ep-a2a-overlap's rules for any door that takes it (``ep``: the expert-parallel degree, None where the planner
+    chooses it): expert parallelism, a pipeline only interleaved, no full recompute -- the layouts Megatron-Core
+    refuses under its combined 1F1B (planner.framework_rules.combined_1f1b_runs; the search leaves them out)."""
+    from gpuplan.planner.framework_rules import COMBINED_1F1B_REFUSED_RECOMPUTE
+
+    if not inputs.ep_a2a_overlap:
+        return
+    if ep == 1:
+        raise InputError("ep_a2a_overlap", True, "needs expert parallelism (--ep > 1): with --ep 1 there is no "
+                         "all-to-all")
+    pp, vpp = getattr(inputs, "pp", None), getattr(inputs, "vpp", None)  # memory: a vpp not given is 1
+    if (pp or 1) > 1 and (vpp or 1) == 1 and (vpp is not None or getattr(inputs, "unstated_degrees_are_one", False)):
+        raise InputError("vpp", vpp or 1, f"--ep-a2a-overlap (Megatron-Core's combined 1F1B) runs a pipeline only "
+                         f"interleaved: give --vpp 2 or more with --pp {pp}, or --pp 1")
+    if getattr(inputs, "recompute_given", None) in COMBINED_1F1B_REFUSED_RECOMPUTE:
+        name = "recompute" if getattr(inputs, "recompute", None) is not None else "recompute_layers"
+        raise InputError(name, getattr(inputs, name), "Megatron-Core refuses full recompute under --ep-a2a-overlap "
+                         "(combined 1F1B): give --recompute none or selective, or leave --ep-a2a-overlap out")
+
+
 class StepFields(TC.TpCommFields):  # + --tp-comm-dtype (schema.tp_comm_dtype)
     """The cluster and the overlap knobs of the step model (core/time/step.py, core/comm/topology.py)."""
 
@@ -346,10 +374,7 @@ class StepFields(TC.TpCommFields):  # + --tp-comm-dtype (schema.tp_comm_dtype)
     ep_overlap: Annotated[Overlap, _f(0.0, "Share of the expert-parallel all-to-all hidden behind compute (Megatron "
                                            "--overlap-moe-expert-parallel-comm, DualPipe-style schedules).")]
     ep_dispatcher: V.EpDispatcher
-    ep_a2a_overlap: Annotated[T.Bool, _f(False, "MoE all-to-all under Megatron-Core's combined 1F1B schedule "
-                                                "(--overlap-moe-expert-parallel-comm): each dispatch / combine runs "
-                                                "beside the other micro-batch's compute, phase by phase; replaces "
-                                                "--ep-overlap.")]
+    ep_a2a_overlap: EpA2aOverlap
     fp8_recipe: V.Fp8Recipe
     fp8_attention: TE.Fp8Attention
     fsdp_float8_all_gather: V.FsdpFloat8AllGather  # torchtitan's (memory's too: jobs.memory.schema)
@@ -378,28 +403,11 @@ class StepFields(TC.TpCommFields):  # + --tp-comm-dtype (schema.tp_comm_dtype)
         if self.ep_a2a_overlap and "ep_overlap" in self.given:
             raise InputError("ep_overlap", self.ep_overlap, "--ep-a2a-overlap replaces it (the combined 1F1B "
                              "schedule times the overlap itself): give one of the two")
-        if getattr(self, "ep", None) == 1:
-            for name in ("ep_a2a_overlap", "ep_dispatcher"):
-                if name in self.given and getattr(self, name) not in (False, "alltoall"):
-                    raise InputError(name, getattr(self, name), "needs expert parallelism (--ep > 1): with --ep 1 "
-                                     "there is no all-to-all")
-        if self.ep_a2a_overlap:
-            self._combined_1f1b_rules()
+        check_combined_1f1b(self, getattr(self, "ep", None))  # memory's too (jobs.memory.schema)
+        if getattr(self, "ep", None) == 1 and self.ep_dispatcher != "alltoall" and "ep_dispatcher" in self.given:
+            raise InputError("ep_dispatcher", self.ep_dispatcher, "needs expert parallelism (--ep > 1): with --ep 1 "
+                             "there is no all-to-all")
         return self
-
-    def _combined_1f1b_rules(self) -> None:
-        """The fixed degrees Megatron-Core refuses under its combined 1F1B schedule
-        (planner.framework_rules.combined_1f1b_runs; the search leaves those layouts out)."""
-        from gpuplan.planner.framework_rules import COMBINED_1F1B_REFUSED_RECOMPUTE
-
-        pp, vpp = getattr(self, "pp", None), getattr(self, "vpp", None)
-        if pp is not None and pp > 1 and vpp == 1:
-            raise InputError("vpp", vpp, f"--ep-a2a-overlap (Megatron-Core's combined 1F1B) runs a pipeline only "
-                             f"interleaved: give --vpp 2 or more with --pp {pp}, or --pp 1")
-        if getattr(self, "recompute_given", None) in COMBINED_1F1B_REFUSED_RECOMPUTE:
-            name = "recompute" if getattr(self, "recompute", None) is not None else "recompute_layers"
-            raise InputError(name, getattr(self, name), "Megatron-Core refuses full recompute under --ep-a2a-overlap "
-                             "(combined 1F1B): give --recompute none or selective, or leave --ep-a2a-overlap out")
 
     @model_validator(mode="after")
     def _fp8_recipe_needs_fp8(self) -> "StepFields":

@@ -14,7 +14,7 @@ from gpuplan.schema import vocabulary as V
 from gpuplan.schema.model_fields import ModelFields
 from gpuplan.schema.precision_rules import check_fp8_recipe
 from gpuplan.schema.shard_group import check_shard_group
-from gpuplan.schema.training_fields import LayoutFields, SetupFields
+from gpuplan.schema.training_fields import EpA2aOverlap, LayoutFields, SetupFields, check_combined_1f1b
 
 GiB = 2**30
 DEFAULT_VERDICT_GPUS = ("a100-sxm4-40gb", "a100-sxm4-80gb", "h100-sxm", "h200-sxm", "b200", "mi300x")
@@ -67,6 +67,7 @@ class MemoryInputs(ModelFields, LayoutFields, SetupFields):
     comm_buffer_gib: Annotated[V.Gib | None, _f(None, "NCCL buffers per communicator in use, GiB per GPU.",
                                                 "by GPU type and group size")]
     ep_dispatcher: V.EpDispatcher
+    ep_a2a_overlap: EpA2aOverlap  # train's field: one more interleaved warm-up chunk (jobs.memory.settings reads it)
     flex_backend: TE.FlexBackend  # plan's field: the same default (DeepEP), so both count the same buffers
     calibration: V.Calibration
 
@@ -111,6 +112,7 @@ class MemoryInputs(ModelFields, LayoutFields, SetupFields):
                              f"{self.dp * self.rest}; give one of --gpus and --dp")
         if (self.vpp or 1) > 1 and (self.pp or 1) == 1:
             raise InputError("vpp", self.vpp, "needs pipeline parallelism (--pp > 1)")
+        check_combined_1f1b(self, self.ep or 1)  # --ep-a2a-overlap's rules, as train's (schema.training_fields)
         if self.ep_dispatcher == "flex" and (self.ep or 1) == 1:
             raise InputError("ep_dispatcher", "flex", "needs expert parallelism (--ep > 1): with --ep 1 there is no "
                              "all-to-all")
@@ -170,10 +172,13 @@ class MemoryInputs(ModelFields, LayoutFields, SetupFields):
             return
         m = layout.global_batch // per_step
         least = f"at least {layout.pp * per_step:,}{f' (a multiple of {per_step:,})' if per_step > 1 else ''}"
-        if layout.vpp > 1 and self.profile.interleaved_needs_pp_micro_batches and \
-                not interleaved_runs(layout.pp, layout.vpp, m):
-            why = (": Megatron-Core's interleaved schedule needs at least pp micro-batches a step (schedules.py"
-                   "@core_v0.15.0 L975-993)")
+        combined = self.ep_a2a_overlap  # the combined 1F1B: a multiple of pp (planner.space, as train / plan)
+        if layout.vpp > 1 and (self.profile.interleaved_needs_pp_micro_batches or combined) and \
+                not interleaved_runs(layout.pp, layout.vpp, m, combined):
+            why = (f": Megatron-Core's interleaved schedule needs {'a multiple of' if combined else 'at least'} pp "
+                   "micro-batches a step (schedules.py@core_v0.15.0 L975-993" + (
+                       "; --ep-a2a-overlap runs the default group size pp)" if combined else ")"))
+            least = f"a multiple of {layout.pp * per_step:,}" if combined else least
         elif rules_for(self.framework).torch_pipelining and not bool(torch_pipeline_runs(layout.pp, layout.vpp, m)):
             if layout.vpp > 1:  # m >= pp here (below pp one round always runs): "at least pp" is met already
                 valid = next_interleaved_micro_batches(layout.pp, m)
