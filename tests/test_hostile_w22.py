@@ -186,7 +186,8 @@ def test_1_the_largest_step_bound_of_an_endless_mtbi_warns_nothing():
     endless, spot = (1e300, 900.0, 10.0, 1e6), (2.0, 900.0, 10.0, 1e6)  # (MTBI, restart, stall, interval) s
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        bound = largest_step_tokens([[endless, spot] * 3], np.zeros(1, np.int64), np.array([1e9]))
+        plans = [tuple(np.array([v]) for v in plan) for plan in [endless, spot] * 3]  # six plans of one group
+        bound = largest_step_tokens(plans, np.zeros(1, np.int64), np.array([1e9]))
     assert bound == 0.0  # the spot plans' 900 s restart outlasts 50 MTBIs of 2 s: no step completes there
 
 

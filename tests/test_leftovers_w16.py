@@ -51,15 +51,15 @@ def test_completing_rows_groups_by_count_and_writers():
     firsts = []
 
     def plans(inputs, evaluator, settings, t, first):
-        firsts.append(first)
-        return [(1e9, 1.0, 1.0, 10.0)] * 6  # MTBI 1e9 s: every row completes
+        firsts.extend(first.tolist())  # the groups' first rows, all at once (jobs/plan/failure_plans, session 25)
+        return [tuple(np.array([v] * len(first)) for v in (1e9, 1.0, 1.0, 10.0))] * 6  # MTBI 1e9 s: all complete
 
-    saved = completes._group_plans
-    completes._group_plans = plans
+    saved = completes._table_plans
+    completes._table_plans = plans
     try:
         done = completes.completing_rows(SimpleNamespace(budget_settings=lambda: None), None, table)
     finally:
-        completes._group_plans = saved
+        completes._table_plans = saved
     assert sorted(firsts) == [0, 1, 3] and done.rows.tolist() == [0, 1, 2, 3]
 
 

@@ -42,19 +42,15 @@ def completing_rows(inputs, evaluator, fitting) -> Completing:
     a factor of the interval, checkpoint, restart and MTBI). So the budget's failure plans are made once per
     (count, writers) group, on its first row (any row gives the same plans), and every row's expected wall-clock
     follows from them and its own step. Raises InputError naming gpus when no row completes."""
-    gpus = fitting["gpus"].astype(np.int64)
-    mics = _mics_groups(inputs, fitting)  # DeepSpeed MiCS: its first group writes (checkpoint_writers' writer_group)
-    model_parallel = fitting["tp"] * fitting["pp"]
-    writers = np.where(fitting["zero"] >= 1, np.where(mics > 0, np.minimum(gpus, mics * model_parallel), gpus),
-                       np.minimum(gpus, model_parallel))  # core.economics.checkpoint.checkpoint_writers, by row
+    gpus, writers = fitting["gpus"].astype(np.int64), _writers(inputs, fitting)
     # one int64 per (count, writers): collision-free while writers <= gpus < 2^31 (MAX_GPUS is 10^7: schema.vocabulary)
-    group = gpus * 2**32 + np.maximum(writers, 1)
+    group = gpus * 2**32 + writers
     order = np.argsort(group, kind="stable")  # not np.unique: it imports numpy.ma (tests/test_startup.py)
     starts, stops = run_bounds(group[order])  # the groups, in ascending order
     from gpuplan.jobs.budget.evaluation import work_factors
 
     settings = inputs.budget_settings()
-    plans = [_group_plans(inputs, evaluator, settings, fitting, int(first)) for first in order[starts]]
+    plans = _table_plans(inputs, evaluator, settings, fitting, order[starts])
     which = np.empty(len(fitting), np.int64)
     which[order] = np.repeat(np.arange(len(starts)), stops - starts)
     steps, done, shares = fitting["step_seconds"], np.ones(len(fitting), bool), []
@@ -97,7 +93,7 @@ def check_offer_pick(inputs, result, best_index) -> None:
     i = best_index(result, rank_by_of(inputs) if isinstance(inputs, PlanInputs) else "deadline")
     if float(table["days_with_failures"][i]) <= OFFER_SLOWDOWN * float(table["days"][i]):
         return
-    plans = [_group_plans(inputs, result.evaluator, inputs.budget_settings(), table, i)]
+    plans = _table_plans(inputs, result.evaluator, inputs.budget_settings(), table, np.array([i]))
     rate = float(table["global_batch"][i]) * inputs.seq_len / float(table["step_seconds"][i])
     granule = int(table["dp"][i] * table["micro_batch"][i]) * inputs.seq_len
     offer = largest_step_tokens(plans, np.zeros(1, np.int64), np.array([rate]), granule, slowdown=True)
@@ -118,26 +114,27 @@ def with_completing_shares(inputs, evaluator, fitting):
     return fitting, done.point_share
 
 
-def _group_plans(inputs, evaluator, settings, table, first: int) -> list[tuple[float, float, float, float]]:
-    """(MTBI, restart, checkpoint stall, interval before the step floor), all s, of the budget's failure plans
-    for row ``first``'s (count, writers) group (jobs.budget.model.scenario with no step floor): on-demand
-    and spot at the point failure rate, then at the low and the high end of its range (R.failure_rate_range:
-    the ends the answer prints, jobs.budget.compute.failure_ranges, which follow --failure-rate)."""
-    from gpuplan.jobs.budget.model import run_facts
+def _writers(inputs, table) -> np.ndarray:
+    """The checkpoint writers of each row of ``table`` (core.economics.checkpoint.checkpoint_writers, by row): every
+    GPU with ZeRO >= 1, DeepSpeed MiCS's first group x tp x pp (its writer_group), one replica's tp x pp with ZeRO-0."""
+    gpus, mics = table["gpus"].astype(np.int64), _mics_groups(inputs, table)
+    model_parallel = table["tp"] * table["pp"]
+    return np.maximum(np.where(table["zero"] >= 1, np.where(mics > 0, np.minimum(gpus, mics * model_parallel), gpus),
+                               np.minimum(gpus, model_parallel)), 1).astype(np.int64)
 
-    tp, pp, gpus = int(table["tp"][first]), int(table["pp"][first]), float(table["gpus"][first])
-    if getattr(inputs, "framework", None) == "deepspeed":  # the row's MiCS group (auto: its column), as the budget
-        group = int(_mics_groups(inputs, table, np.array([first]))[0])  # of its layout
-        settings = replace(settings, checkpoint_writer_group=group or None)
-    work = inputs.tokens / float(table["tokens_per_second"][first])
+
+def _table_plans(inputs, evaluator, settings, table, firsts: np.ndarray):
+    """The budget's six failure plans (jobs.plan.failure_plans.PlanColumns: on-demand and spot at the point failure
+    rate, then at the low and the high end of its range, R.failure_rate_range, the ends the answer prints) of each
+    (count, writers) group whose first row is in ``firsts``: jobs.budget.model.scenarios with no step floor, over
+    the groups at once (group_plan_columns; one scenarios call a group took ~1.0 s of a long-context search). The
+    plans read no other column of the row: work is not in them (completing_rows)."""
+    from gpuplan.jobs.plan.failure_plans import group_plan_columns
+
     node = inputs.node_accelerator(evaluator.cluster.gpu)  # --gpus-per-node: the nodes that write checkpoints, as
     # the budget's Failures section and its deadline solve count them (jobs.budget.estimate.failures_for_deadline)
-    run = run_facts(evaluator.spec, node, gpus=gpus, wall_seconds=work,
-                    gpu_hours=work * gpus / 3600, tokens=inputs.tokens, recipe=inputs.recipe_name,
-                    global_batch_tokens=float(table["global_batch"][first]) * inputs.seq_len,
-                    zero=int(table["zero"][first]), model_parallel=tp * pp)
-    run = replace(run, step_seconds=0.0)  # each row's own step floors its interval (_wall_shares)
-    return _plans_of(run, settings, gpus)
+    return group_plan_columns(evaluator.spec, node, inputs.recipe_name, settings,
+                              table["gpus"][firsts].astype(float), _writers(inputs, table)[firsts])
 
 
 def _mics_groups(inputs, table, rows: np.ndarray | None = None) -> np.ndarray:
@@ -153,19 +150,21 @@ def _mics_groups(inputs, table, rows: np.ndarray | None = None) -> np.ndarray:
     return np.full(count, fixed_shard_group(getattr(inputs, "shard_group", None)) or 0, np.int64)
 
 
-def _plans_of(run, settings, gpus: float) -> list[tuple[float, float, float, float]]:
-    """_group_plans' six (MTBI, restart, stall, interval) of ``run`` (its step_seconds 0: no floor) on ``gpus``."""
+def _plans_of(run, settings, gpus: float):
+    """The six failure plans (failure_plans.PlanColumns, of one group) of ``run`` (its step_seconds 0: no floor) on
+    ``gpus``: jobs.budget.model.scenarios itself, for the given count's door (check_run_completes)."""
     from gpuplan.core.economics.reliability import failure_rate_range
     from gpuplan.jobs.budget.model import scenarios
 
     found = scenarios(run, settings, gpus, (None, *failure_rate_range(settings.failure_rate)))
-    return [(p.mtbi, p.restart, p.checkpoint_cost, p.interval) for s in found for p in (s.on_demand, s.spot)]
+    return [tuple(np.array([value]) for value in (p.mtbi, p.restart, p.checkpoint_cost, p.interval))
+            for s in found for p in (s.on_demand, s.spot)]
 
 
 def _plan_columns(plans, which: np.ndarray, k: int) -> tuple[np.ndarray, ...]:
-    """(MTBI, restart, stall, interval) of failure plan ``k`` (of _plans_of's six) for each row, by its group
-    (``which`` indexes ``plans``, one list of six per group)."""
-    return tuple(np.array(column)[which] for column in zip(*(p[k] for p in plans)))
+    """(MTBI, restart, stall, interval) of failure plan ``k`` (of the six) for each row, by its group (``which``
+    indexes the groups of ``plans``, failure_plans.PlanColumns)."""
+    return tuple(column[which] for column in plans[k])
 
 
 def _wall_shares(mtbi: np.ndarray, restart: np.ndarray, stall: np.ndarray, interval: np.ndarray,
@@ -190,7 +189,7 @@ def check_run_completes(run, settings, batch_asked: bool | tuple[str, float] | N
     with failures where the search door refused the same count. ``granule``: tokens of one sequence on each of
     the layout's dp x micro-batch slots, the unit the refusal's largest batch is rounded down to (largest_step_tokens);
     ``asked``: --gpus as typed where the run uses fewer (no_completion's ``used``), else its own count."""
-    plans = [_plans_of(replace(run, step_seconds=0.0), settings, run.gpus)]
+    plans = _plans_of(replace(run, step_seconds=0.0), settings, run.gpus)
     which, steps = np.zeros(1, np.int64), np.array([run.step_seconds])
     shares = [_wall_shares(*_plan_columns(plans, which, k), steps) for k in range(6)]  # each plan once
     on_demand_finishes = all(bool(finishes[0]) for _, finishes in shares[0::2])
