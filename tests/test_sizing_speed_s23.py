@@ -115,7 +115,7 @@ def test_the_pruned_sizing_keeps_each_types_cheapest(name):
     ReplicaLoad's floats, replicas, price) and in the same order, the sections and the table equal; the README's ask
     searches fewer configurations."""
     from gpuplan import InferenceInputs
-    from gpuplan.jobs.inference import sizing
+    from gpuplan.jobs.inference import sizing, sizing_text
     from gpuplan.jobs.inference.resolve import resolve_plan
 
     inputs = InferenceInputs(**ASKS[name])
@@ -126,7 +126,7 @@ def test_the_pruned_sizing_keeps_each_types_cheapest(name):
     pruned = sizing.size_for_target(plan, target, inputs.price, timed=steps, cheapest_per_type=True)
     assert _first_of_each_type(pruned) == _first_of_each_type(full) and full
     asked = plan.gpu.id if "gpu" in inputs.given else None
-    assert sizing.sizing_table(pruned) == sizing.sizing_table(full)
+    assert sizing_text.sizing_table(pruned) == sizing_text.sizing_table(full)
     assert sizing.sizing_section(plan, target, pruned, asked) == sizing.sizing_section(plan, target, full, asked)
     if name == "readme":
         assert len(pruned) < len(full) / 2  # configurations kept: 118 by the full search, 48 pruned (s23)

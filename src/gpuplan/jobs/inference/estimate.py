@@ -57,12 +57,14 @@ def estimate_inference(inputs: InferenceInputs) -> Report:
     if inputs.disaggregate:
         sections.insert(0, sizing.disaggregated_section(plan, target, options, configs, asked))
     title = f"Sizing {plan.spec.name} for {inputs.rps:g} requests/s"
-    from gpuplan.jobs.inference.sizing_md1 import md1_note  # M/D/1 beside a TTFT-bound answer (docs/inference.md §5b)
+    from gpuplan.jobs.inference.sizing_md1 import md1_told  # M/D/1 beside a TTFT-bound answer (docs/inference.md §5b)
+    from gpuplan.jobs.inference.sizing_text import sizing_table
 
+    headline = tuple(line.key for section in sections for line in section.lines)  # not the M/D/1 line
+    md1_lines, md1_notes = md1_told(plan, target, sizing.chosen_config(configs, asked))
+    sections[-1] = replace(sections[-1], lines=(*sections[-1].lines, *md1_lines))  # the colocated sizing's
     return replace(report, title=title, sections=launch_said_once((*sections, *report.sections)),
-                   notes=(*report.notes, *md1_note(plan, target, configs, asked)),
-                   tables=(sizing.sizing_table(configs), *report.tables),
-                   headline=tuple(line.key for section in sections for line in section.lines),
+                   notes=(*report.notes, *md1_notes), tables=(sizing_table(configs), *report.tables), headline=headline,
                    summary_table="Configurations meeting the target (cheapest TP per GPU type)")
 
 
@@ -178,13 +180,17 @@ def _capacity_section(plan: Plan, serving: Serving, batch: int) -> Section:
 
 
 def memory_classes(dtype: str, engine: str = E.DEFAULT_ENGINE) -> list[tuple[float, float]]:
-    """(marketed GB, device bytes) of the catalog accelerators that compute in ``dtype`` and run
-    ``engine`` (TensorRT-LLM: NVIDIA only; no TPU: tpu_serving), smallest first."""
+    """(marketed GB, device bytes of its smallest part) of the catalog accelerators that compute in ``dtype`` and run
+    ``engine`` (TensorRT-LLM: NVIDIA only; no TPU: tpu_serving), one a class, smallest first: a class holds a need
+    when its smallest part does ('>= 24 GB' held on a 24,564 MiB RTX 4090 and not on a 23,028 MiB A10)."""
     from gpuplan.catalog import hardware_entries
     from gpuplan.jobs.inference.tpu_serving import engine_modelled_on
-    return sorted({(float(e["memory_gb"]), float(e.get("memory_bytes") or e["memory_gb"] * GB))
-                   for e in hardware_entries().values()
-                   if (e.get("peak_tflops") or {}).get(dtype) and engine_modelled_on(engine, str(e.get("vendor") or ""))})
+    smallest: dict[float, float] = {}
+    for e in hardware_entries().values():
+        if (e.get("peak_tflops") or {}).get(dtype) and engine_modelled_on(engine, str(e.get("vendor") or "")):
+            gb, size = float(e["memory_gb"]), float(e.get("memory_bytes") or e["memory_gb"] * GB)
+            smallest[gb] = min(size, smallest.get(gb, size))
+    return sorted(smallest.items())
 
 
 def _article_section(plan: Plan, batch: int) -> Section:
@@ -196,8 +202,7 @@ def _article_section(plan: Plan, batch: int) -> Section:
     # eagle at batch 48 x 4K recommended 48 GB where an L40S held 47): every rule below needs both caches
     kv_all = kv / (1 - M.draft_kv_share(plan.spec, one.speculation, one.kv_bytes, 1, 1))
     runtime = one.runtime
-    # a class holds it when its smallest part does: '>= 24 GB' held on a 24,564 MiB RTX 4090 and not on a 23,028 MiB A10
-    classes = sorted({gb: size for gb, size in reversed(memory_classes(one.fmt.compute_dtype, runtime.engine))}.items())
+    classes = memory_classes(one.fmt.compute_dtype, runtime.engine)  # a class holds it when its smallest part does
     if runtime.engine == "vllm":
         need = (memory.weights + kv_all + memory.activations + memory.fixed) / runtime.utilization()
         need += runtime.driver_reserved

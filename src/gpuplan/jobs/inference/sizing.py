@@ -31,7 +31,7 @@ from gpuplan.jobs.inference.serving import (max_sequences_at, price_for, schedul
                                               serving_gpus)
 from gpuplan.jobs.inference.sizing_text import TP_SEARCH, disagg_gpu_lines, launch_line, rate_text
 from gpuplan.jobs.inference.sizing_text import ms_text as _ms, placement as _placement, ttft_terms as _ttft_terms
-from gpuplan.report.model import Line, Section, Table
+from gpuplan.report.model import Line, Section
 
 DEFAULT_MAX_NUM_SEQS = 256
 """Sequences one replica schedules at once where neither the user nor a read engine default says (vLLM's
@@ -281,7 +281,7 @@ def disaggregated_section(plan: Plan, target: LoadTarget, options: dict[str, tup
                                     "instance meets the target on one scale-up domain: relax the targets"),))
     cheapest = min(options.values(), key=_pools_cost)
     pools = options.get(asked_gpu, cheapest)
-    lines = _disagg_pool_lines(plan, target, pools, [c for c in colocated if c.gpu.id == asked_gpu] or colocated)
+    lines = _disagg_pool_lines(plan, target, pools, chosen_config(colocated, asked_gpu))
     beside = disagg_gpu_lines(asked_gpu, pools, cheapest)
     where = 0 if beside and beside[0].key == "disagg_other_gpu" else 2  # the pools' GPU first, else after them
     widest = max(pools, key=lambda p: p.tp)  # said once an answer: sizing_text.launch_said_once
@@ -290,12 +290,12 @@ def disaggregated_section(plan: Plan, target: LoadTarget, options: dict[str, tup
 
 
 def _disagg_pool_lines(plan: Plan, target: LoadTarget, pools: tuple[Pool, Pool],
-                       colocated: list[SizedConfig]) -> tuple:
+                       colocated: SizedConfig | None) -> tuple:
     prefill, decode = pools
     costs = [p.cost_per_hour for p in pools]
     total = None if None in costs else sum(costs)
     tokens_per_hour = target.requests_per_s * (plan.prompt + plan.output) * 3600
-    together = colocated[0].cost_per_hour if colocated else None
+    together = colocated.cost_per_hour if colocated is not None else None
     return (
         Line("disagg_prefill", "prefill pool", {"gpu": prefill.gpu.id, "tp": prefill.tp,
                                                "instances": prefill.instances},
@@ -327,10 +327,15 @@ def _disagg_pool_lines(plan: Plan, target: LoadTarget, pools: tuple[Pool, Pool],
     )
 
 
+def chosen_config(configs: list[SizedConfig], asked_gpu: str | None = None) -> SizedConfig | None:
+    """The configuration the sizing answers (``configs`` cheapest first): the cheapest on ``asked_gpu`` (a --gpu the
+    user gave), else the cheapest on any GPU type; None where none meets the target."""
+    return next((c for c in configs if c.gpu.id == asked_gpu), configs[0] if configs else None)
+
+
 def sizing_section(plan: Plan, target: LoadTarget, configs: list[SizedConfig], asked_gpu: str | None = None) -> Section:
-    """The chosen configuration against the target: the cheapest on ``asked_gpu`` (a --gpu the user
-    gave), else the cheapest on any GPU type; with a GPU asked, the cheapest elsewhere is named
-    beside it when it differs."""
+    """The chosen configuration (chosen_config) against the target; with a GPU asked, the cheapest elsewhere is
+    named beside it when it differs."""
     ttft = "no limit" if target.ttft_p99 == float("inf") else _ms(target.ttft_p99)
     tpot = "no limit" if target.tpot == float("inf") else _ms(target.tpot)
     title = (f"Sizing for {target.requests_per_s:g} requests/s of {plan.prompt:,} + {plan.output:,} tokens "
@@ -345,10 +350,10 @@ def sizing_section(plan: Plan, target: LoadTarget, configs: list[SizedConfig], a
                                     "scale-up domain per replica: relax the latency targets, shorten prompts or "
                                     "quantise"),
                                *left_out))
-    on_asked = [c for c in configs if c.gpu.id == asked_gpu]
-    best = on_asked[0] if on_asked else configs[0]  # the cheapest on the GPU asked, else on any type
+    best = chosen_config(configs, asked_gpu)
+    on_asked = best.gpu.id == asked_gpu
     r, (load, prefill_s) = best.replica, _at_load(plan, target, best)
-    elsewhere = _elsewhere_line(asked_gpu, on_asked, configs[0])
+    elsewhere = _elsewhere_line(best, configs[0])
     tokens_per_hour = target.requests_per_s * (plan.prompt + plan.output) * 3600
     per_million = None if best.cost_per_hour is None else best.cost_per_hour / tokens_per_hour * 1e6
     return Section(title, (
@@ -395,26 +400,11 @@ def _at_load(plan: Plan, target: LoadTarget, config: SizedConfig) -> tuple[Repli
                       RP.server_hold_seconds(plan.setup.runtime, plan.prompt)) or config.replica, prefill
 
 
-def _elsewhere_line(asked_gpu: str | None, on_asked: list[SizedConfig], cheapest: SizedConfig) -> tuple:
-    """With a GPU asked and a configuration on it that meets the target: the cheapest configuration
-    on any type when it is another one (when none on the GPU asked meets it, the answer's own label
-    says so)."""
-    if asked_gpu is None or not on_asked or on_asked[0] is cheapest:
+def _elsewhere_line(best: SizedConfig, cheapest: SizedConfig) -> tuple:
+    """The cheapest configuration on any type where the answer ``best`` (chosen_config: on the GPU asked) is another
+    one (where none on the GPU asked meets the target the answer is the cheapest, and its own label says so)."""
+    if best is cheapest:
         return ()
     text = _placement(cheapest.replicas, cheapest.tp, cheapest.gpu, cheapest.gpus) + (
         "" if cheapest.cost_per_hour is None else f", {format_usd(cheapest.cost_per_hour, 2)}/h")
     return (Line("sized_config_any_gpu", "cheapest on any GPU type", None, text=text, formula=TP_SEARCH),)
-
-
-def sizing_table(configs: list[SizedConfig]) -> Table:
-    """The cheapest TP per GPU type that meets the target."""
-    seen, rows = set(), []
-    for c in configs:
-        if c.gpu.id in seen:
-            continue
-        seen.add(c.gpu.id)
-        rows.append((c.gpu.id, f"tp {c.tp}", f"{c.replicas}", f"{c.gpus}", rate_text(c.replica.rate),
-                     _ms(c.replica.ttft_p99), _ms(c.replica.tpot),
-                     "n/a" if c.cost_per_hour is None else format_usd(c.cost_per_hour, 2)))
-    return Table("Configurations meeting the target (cheapest TP per GPU type)",
-                 ("gpu", "tp", "replicas", "GPUs", "req/s per replica", "TTFT p99", "TPOT", "cost/h"), tuple(rows))

@@ -11,7 +11,7 @@ from gpuplan.core.serving.releases import EngineRelease
 from gpuplan.core.serving.tp_span import host_gpus, mnnvl_fused_max_bytes
 from gpuplan.core.serving.load import queue_wait
 from gpuplan.core.units import format_usd, plural
-from gpuplan.report.model import Line
+from gpuplan.report.model import Line, Table
 
 POOL_SEARCH = ("every catalog GPU type and TP in {1, 2, 4, 8} per pool, 16 too inside an NVLink domain of 16 or "
                "more (GB200 / GB300 NVL72), one scale-up domain per instance")
@@ -184,3 +184,17 @@ def disagg_gpu_lines(asked_gpu: str | None, pools: tuple, cheapest: tuple) -> tu
             + ("" if None in hourly else f", {format_usd(sum(hourly), 2)}/h"))
     return (Line("disagg_any_gpu", "cheapest on any GPU type", None, text=text,
                  formula=POOL_SEARCH),)
+
+
+def sizing_table(configs: list) -> Table:
+    """The cheapest TP per GPU type that meets the target: ``configs``, sizing.size_for_target's (cheapest first)."""
+    seen, rows = set(), []
+    for c in configs:
+        if c.gpu.id in seen:
+            continue
+        seen.add(c.gpu.id)
+        rows.append((c.gpu.id, f"tp {c.tp}", f"{c.replicas}", f"{c.gpus}", rate_text(c.replica.rate),
+                     ms_text(c.replica.ttft_p99), ms_text(c.replica.tpot),
+                     "n/a" if c.cost_per_hour is None else format_usd(c.cost_per_hour, 2)))
+    return Table("Configurations meeting the target (cheapest TP per GPU type)",
+                 ("gpu", "tp", "replicas", "GPUs", "req/s per replica", "TTFT p99", "TPOT", "cost/h"), tuple(rows))
