@@ -130,7 +130,8 @@ def test_every_total_that_is_tokens_over_the_sources_rate_is_marked_rate():
     of what it prints. SmolLM3: 11.2T / (14,000 tokens/s/GPU x 384) = 24.11 days against 'for 24 days' (whole
     days, +-0.5); TinyLlama: 300B / 24,000 / 3,600 = 3,472 against 3,456 = 16 x 9 whole days (+-0.5 day = 5.6%).
     BLOOM's logged 105.2 s a step over its 366B / (2,048 x 2,048) = 87,260 steps is 106 days against 117.5, PaLM's
-    46.2% MFU 5.6M chip-hours against 8.4M: not rates."""
+    46.2% MFU 5.6M chip-hours against 8.4M: not rates. Skywork-13B (session 25): 3.2T / (1,873 x 512) = 38.62 days
+    against '39 days' (+-0.5): a rate (tests/test_gpu_hours_s25.py)."""
     from gpuplan.jobs.budget.estimate import estimate_budget
     from gpuplan.jobs.validation.gpu_hours import end_to_end_gpu_hours, run_inputs
 
@@ -142,7 +143,7 @@ def test_every_total_that_is_tokens_over_the_sources_rate_is_marked_rate():
     assert abs(tiny - runs["tinyllama-1.1b"]["measured_gpu_hours"]) < 16 * 0.5 * 24  # within half a day on 16 GPUs
     marked = {i for i, r in runs.items() if r.get("reported_as") == "rate"}
     assert marked == {"llama1-65b", "deepseek-v3", "smollm3-3b", "tinyllama-1.1b", "llmc-gpt2-774m", "llmc-gpt2-1558m",
-                      "llmc-gpt2-350m"}
+                      "llmc-gpt2-350m", "skywork-13b"}  # session 25: 3.2T / (1,873 x 512) = 38.6 days against '39 days'
     for run_id in ("smollm3-3b", "tinyllama-1.1b"):  # compared with the steady state, the stated layout named
         hours, basis = end_to_end_gpu_hours(runs[run_id])
         assert hours == pytest.approx(estimate_budget(run_inputs(runs[run_id])).value("gpu_hours_with_comm"))

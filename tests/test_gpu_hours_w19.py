@@ -166,7 +166,12 @@ def test_the_evaluation_each_read_configuration_states_is_passed(runs):
                       "pythia-410m": (40000, 10), "pythia-1b": (40000, 10), "pythia-1.4b": (40000, 10),
                       "pythia-2.8b": (40000, 10), "pythia-6.9b": (1000, 10), "pythia-12b": (1000, 10),
                       "llemma-7b": (250, 50), "llemma-34b": (250, 25), "starcoderbase-15.5b": (2500, 2),
-                      "santacoder-1.1b": (200, 10)}
+                      "santacoder-1.1b": (200, 10), "glm-130b": (1000, 3)}
+    # session 25: GLM-130B's Table 11 evaluation entered with its row, before its prediction (not revised after a miss)
+    glm = stated.pop("glm-130b")
+    assert "'eval_interval | 1000', 'eval_iters | 3'" in runs["glm-130b"]["eval_source"] and glm == (1000, 3)
+    assert "glm-130b" not in REVISED_AFTER_MISS
+    assert (run_inputs(runs["glm-130b"]).eval_interval, run_inputs(runs["glm-130b"]).eval_iters) == glm
     for rid, (interval, iters) in stated.items():
         source = runs[rid]["eval_source"]
         quoted = {f"'eval-interval': {interval}, 'eval-iters': {iters}", f"'eval_interval': {interval}, 'eval_iters': {iters}",
