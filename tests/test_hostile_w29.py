@@ -67,3 +67,32 @@ def test_many_counts_without_a_layout_test_each_smaller_count_once(monkeypatch):
     assert time.perf_counter() - start < 5
     assert len(tested) == len(set(tested)) > 0, (len(tested), len(set(tested)))
     assert found.table["fits"].any()
+
+
+# ---- 3. report's plots under a matplotlib setting matplotlib refuses ------------------------------------------------
+
+REPORT_PLAN = "model: llama-3.1-8b\ngpu: h100\ngpus: 8\ntokens: 1B\n"
+
+
+@pytest.mark.parametrize("backend", ["nonsense", " agg"])
+def test_report_plots_under_a_backend_matplotlib_refuses_name_the_environment(tmp_path, backend):
+    """`MPLBACKEND=nonsense gpuplan report plan.yaml --out r.html`: matplotlib's import raised ValueError ('Key
+    backend: ... is not a valid value'), an internal error, exit 70; now the environment is named, as
+    adapters/hub.py names HF_* settings huggingface_hub cannot read, and nothing is written."""
+    pytest.importorskip("matplotlib")
+    plan, out = tmp_path / "p.yaml", tmp_path / "r.html"
+    plan.write_text(REPORT_PLAN)
+    done = subprocess.run([sys.executable, "-m", "gpuplan", "report", str(plan), "--out", str(out)], timeout=120,
+                          capture_output=True, text=True, env=dict(os.environ, MPLBACKEND=backend))
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, (done.returncode, done.stderr[-400:])
+    assert done.stderr.startswith("error: environment: got 'MPLBACKEND'; matplotlib cannot read its settings (Key "
+                                  "backend: "), done.stderr
+    assert done.stderr.endswith("); fix or unset them, or pass --no-plots\n") and not out.exists()
+
+
+def test_report_without_plots_does_not_read_matplotlib_settings(tmp_path):
+    plan, out = tmp_path / "p.yaml", tmp_path / "r.html"
+    plan.write_text(REPORT_PLAN)
+    done = subprocess.run([sys.executable, "-m", "gpuplan", "report", str(plan), "--out", str(out), "--no-plots"],
+                          timeout=120, capture_output=True, text=True, env=dict(os.environ, MPLBACKEND="nonsense"))
+    assert done.returncode == 0 and out.exists(), done.stderr[-400:]

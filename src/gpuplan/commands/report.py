@@ -165,6 +165,11 @@ def command():
                 raise InputError(
                     "plots", "matplotlib", "is not installed; pip install 'gpuplan[plot]' or pass --no-plots"
                 ) from None
+            except ValueError as exc:  # matplotlib checks its settings at import: MPLBACKEND=nonsense (w29: exit 70)
+                names = sorted(k for k in os.environ if k.startswith(("MPL", "MATPLOTLIB")))
+                why = str(exc).split(";")[0][:80]
+                raise InputError("environment", ", ".join(names) or "matplotlibrc", f"matplotlib cannot read its "
+                                 f"settings ({why}); fix or unset them, or pass --no-plots") from None
         raw = plan_relative_paths(read_plan_file(inputs.plan), inputs.plan)
         read = (inputs.plan, *(raw.get(k) for k in PATH_FIELDS if isinstance(raw.get(k), str)))
         for target, field, suffixes in ((inputs.out, "out", (".html", ".htm")), (inputs.markdown, "markdown",
