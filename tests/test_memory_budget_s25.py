@@ -8,6 +8,10 @@
    printed as "`gpuplan memory` of this layout gives the same". memory takes it (the one field and rules,
    schema.training_fields.EpA2aOverlap / check_combined_1f1b): with a pipeline one more interleaved warm-up chunk
    (Megatron-Core schedules.py get_pp_rank_microbatches: num_warmup_microbatches + 1), at pp 1 no change.
+5. A key that is no text and a field given no value were refused in other words at each door: a YAML plan file's
+   `1: 2` 'is not valid YAML (line 3): keys must be names (text), got 1' where Python's {1: 2} said 'is not a field
+   name (an int)', and a Python None 'got no value; expected a number ...' where files and bodies said 'give a
+   value, or leave the key out for the default'. One wording, in the schema (schema.base.key_refusal, null_refusal).
 """
 
 import json
@@ -169,3 +173,59 @@ def test_memory_of_trains_layout_gives_trains_peak_with_ep_a2a_overlap(run_cli, 
 def test_memory_refuses_ep_a2a_overlap_where_megatron_does(run_cli, flags, field, fragment):
     """The layouts Megatron-Core refuses under the combined 1F1B, refused by memory naming the field, as train."""
     field_refusal(run_cli("memory", "--gpu", "h100", *flags, "--ep-a2a-overlap"), field, fragment)
+
+
+# ---- 5. one wording for a key that is no text and a field given no value ---------------------------------------
+
+KEY_WORDS = "is not a field name (an int); field names are text, e.g. 'model'"
+NULL_WORDS = "give a value, or leave the key out for the default"
+
+
+@pytest.mark.parametrize("job", ["memory", "budget"])
+def test_a_key_that_is_no_text_in_the_schemas_words(run_cli, tmp_path, job):
+    """A YAML plan file's `1: 2` and a Python caller's {1: 2}: the same line, the file's prefixed with its name (a
+    JSON body's keys are always text: its "1" is an unknown field)."""
+    from gpuplan import InputError
+
+    plan = tmp_path / "ask.yaml"
+    plan.write_text("model: llama-3-8b\ntokens: 1T\n1: 2\n" if job == "budget" else "model: llama-3-8b\n1: 2\n",
+                    encoding="utf-8")
+    err = field_refusal(run_cli(job, str(plan)), f"{plan}: 1", KEY_WORDS)
+    with pytest.raises(InputError) as python:
+        (estimate_budget if job == "budget" else estimate_memory)({"model": "llama-3-8b", "tokens": "1T", 1: 2}
+                                                                  if job == "budget" else {"model": "llama-3-8b", 1: 2})
+    assert err.strip() == f"error: {plan}: {python.value}" == f"error: {plan}: 1: got 2; {KEY_WORDS}"
+    plan.write_text("model: llama-3-8b\n1: null\n", encoding="utf-8")  # no value either: the key is named first
+    field_refusal(run_cli("memory", str(plan)), f"{plan}: 1", f"got 'null'; {KEY_WORDS}")
+
+
+def test_a_top_level_list_key_in_the_schemas_words(run_cli, tmp_path):
+    """`[1, 2]: 2` cannot be a mapping key in Python: the YAML refusal, in the schema's words."""
+    plan = tmp_path / "ask.yaml"
+    plan.write_text("model: llama-3-8b\n[1, 2]: 2\n", encoding="utf-8")
+    field_refusal(run_cli("memory", str(plan)), "plan file", "(line 2): [] is not a field name (a list)")
+
+
+@pytest.mark.parametrize("job, route, ask, field", [
+    ("memory", "memory", dict(model="llama-3-8b", gpu="h100"), "seq_len"),
+    ("budget", "budget", dict(model="llama-3-8b", tokens="1T"), "contingency"),
+])
+def test_a_field_given_no_value_in_one_wording(run_cli, client, tmp_path, job, route, ask, field):
+    """null in a plan file and a web body, None from Python: 'give a value, or leave the key out for the default'
+    (Python's None said 'got no value; expected a number or its text ...')."""
+    from gpuplan import InputError
+
+    plan = tmp_path / "ask.yaml"
+    plan.write_text("".join(f"{k}: {v}\n" for k, v in ask.items()) + f"{field}: null\n", encoding="utf-8")
+    planned = field_refusal(run_cli(job, str(plan)), f"{plan}: {field}", NULL_WORDS)
+    web = client.post(f"/api/{route}", json=ask | {field: None})
+    assert web.status_code == 422 and web.json()["message"] == f"{field}: got 'null'; {NULL_WORDS}"
+    with pytest.raises(InputError) as python:
+        (BudgetInputs if job == "budget" else MemoryInputs)(**ask, **{field: None})
+    assert str(python.value) == f"{field}: got None; {NULL_WORDS}"
+    assert planned.strip() == f"error: {plan}: {web.json()['message']}"
+
+
+def test_none_for_a_field_that_takes_it_is_the_default():
+    """A field whose default is None takes None from Python (dp, vpp); a rule naming such a field is its own."""
+    assert MemoryInputs(model="llama-3-8b", dp=None, vpp=None) == MemoryInputs(model="llama-3-8b")

@@ -37,12 +37,15 @@ def read_plan_file(path: str | Path) -> dict[str, Any]:
                          "model: llama-3.1-8b")
     if not isinstance(data, dict):
         raise InputError("plan file", str(path), "expected a mapping of input names to values")
+    from gpuplan.schema.base import key_refusal, null_refusal  # the schema's words for both (session 25)
+
+    for odd in (key for key in data if not isinstance(key, str)):  # YAML's `1: 2` / `true: x` at the top level
+        raise key_refusal(odd, data[odd], str(path))
     empty = next((key for key, value in data.items() if value is None), None)
     if empty == CAMPAIGN_KEY:  # a campaign's list (docs/campaign.md), which has no default (review s20 N13)
         raise InputError(f"{path}: {empty}", "null", STAGES_NULL_TEXT)
     if empty is not None:  # `gpus:` with nothing after it, or `gpus: null`: not the default in disguise
-        raise InputError(f"{path}: {empty}", "null", "give a value, or leave the key out for the "
-                         "default")
+        raise null_refusal(empty, str(path))
     return data
 
 

@@ -44,6 +44,10 @@ def _yaml_loader():
                 return value.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
             return value
 
+        def construct_document(self, node):  # noqa: ANN001
+            self._root = node  # the plan file's own mapping: its keys are field names (construct_mapping)
+            return super().construct_document(node)
+
         def construct_mapping(self, node, deep=False):  # noqa: ANN001
             seen = set()
             for key_node, _ in node.value:
@@ -51,9 +55,14 @@ def _yaml_loader():
                     raise yaml.constructor.ConstructorError(None, None, "the merge key '<<' is not accepted (write "
                                                             "its keys out)", key_node.start_mark)  # (wave 9)
                 key = self.construct_object(key_node, deep=deep)
+                if not isinstance(key, str) and node is self._root and isinstance(key, int | float | bool | None):
+                    continue  # a top-level key: refused by the plan file with the schema's words (key_refusal)
                 if not isinstance(key, str):
-                    raise yaml.constructor.ConstructorError(None, None, f"keys must be names (text), got {key!r:.40}",
-                                                            key_node.start_mark)
+                    from gpuplan.schema.base import key_text  # a top-level list / mapping key: the schema's words
+
+                    said = f"{key!r:.40} {key_text(key)}" if node is self._root else \
+                        f"keys must be names (text), got {key!r:.40}"
+                    raise yaml.constructor.ConstructorError(None, None, said, key_node.start_mark)
                 if key in seen:
                     raise yaml.constructor.ConstructorError(None, None, f"duplicate key {key!r}", key_node.start_mark)
                 seen.add(key)

@@ -32,7 +32,9 @@ def _check_nested(nested: dict[str, Any], data: dict[str, Any], serving_only: se
 
     for key, value in nested.items():
         if value is None:
-            raise InputError(f"{where}: inference.{key}", "null", "give a value, or leave the key out for the default")
+            from gpuplan.schema.base import null_refusal
+
+            raise null_refusal(f"inference.{key}", where)  # the one wording at every door (schema.base.NULL_TEXT)
         if key in serving_only and key in data:
             raise InputError(f"{where}: inference.{key}", value, f"is given twice, also at the top level "
                              f"({data[key]}); a serving-only field goes in one place (inference: is for the serving "

@@ -62,6 +62,37 @@ def error_from_detail(err: Mapping[str, Any], valid: tuple[str, ...] = (), prefi
 
 
 
+NULL_TEXT = "give a value, or leave the key out for the default"
+"""The one refusal of a field given no value -- null in a plan file, a web body or a campaign stage, None from a
+Python caller (null_refusal) -- at every door (session 25: a Python None read 'got no value; expected a number ...')."""
+
+
+class _PythonNone:
+    """None as a Python caller's refusal quotes it ('got None'); InputError words a None value 'got no value', which
+    is a field left out."""
+
+    def __repr__(self) -> str:
+        return "None"
+
+
+def null_refusal(field: str, where: str | None = None, python: bool = False) -> InputError:
+    """``field`` given no value: 'got 'null'' (a file or body) or 'got None' (``python``), NULL_TEXT."""
+    return InputError(f"{where}: {field}" if where else field, _PythonNone() if python else "null", NULL_TEXT)
+
+
+def key_refusal(key: Any, value: Any, where: str | None = None) -> InputError:
+    """A mapping key that is no text (a YAML plan file's `1: 2` / `true: x`, a Python caller's {1: 2}): one wording at
+    every door, a plan file's refusal prefixed with its name (session 25: a file said 'is not valid YAML (line 3):
+    keys must be names (text), got 1', Python '1: got 2; is not a field name (an int)'). JSON keys are always text."""
+    shown = value if value is not None else "null" if where else _PythonNone()  # `1: null`, {1: None}
+    return InputError(f"{where}: {key!r}" if where else repr(key), shown, key_text(key))
+
+
+def key_text(key: Any) -> str:
+    """What key_refusal says of ``key`` (a YAML plan file's unhashable top-level key says it too)."""
+    return f"is not a field name ({a_or_an(type(key).__name__)}); field names are text, e.g. 'model'"
+
+
 def campaign_refusal(stages: Any, where: str | None = None) -> InputError:
     """The refusal of a campaign's ``stages`` given to a one-run job (a plan file's: ``where`` its name): wave 22
     found `gpuplan budget campaign.yaml` told 'name: unknown field; valid fields: ...' or 'stages: ... did you mean
@@ -101,6 +132,11 @@ class JobInputs(BaseModel):
         try:
             super().__init__(**data)
         except ValidationError as exc:  # a cross-field check quoting a converted value: the text passed
+            loc = exc.errors(include_url=False)[0].get("loc", ())
+            if len(loc) == 1 and loc[0] in type(self).model_fields and data.get(loc[0], ...) is None:
+                # a Python None the field's type refuses: the files' and the web's words (not a cross-field rule
+                # naming a field left None, nor an unknown key given None: an unknown field, as over the web)
+                raise null_refusal(loc[0], python=True) from None
             raise as_typed(input_error(exc, type(self)), data) from None
         _remember_typed(self, data)
 
@@ -130,8 +166,7 @@ class JobInputs(BaseModel):
         if not isinstance(raw, Mapping):
             raise InputError(where or "inputs", type(raw).__name__, "expected a mapping of field names to values")
         for odd in (k for k in raw if not isinstance(k, str)):  # {1: 2}: pydantic's bare TypeError (wave 27)
-            raise InputError(f"{where}: {odd!r}" if where else repr(odd), raw[odd], f"is not a field name "
-                             f"({a_or_an(type(odd).__name__)}); field names are text, e.g. 'model'")
+            raise key_refusal(odd, raw[odd], where)
         data = {k: v for k, v in raw.items() if v is not None}
         with _source(where):
             try:
@@ -155,8 +190,7 @@ class JobInputs(BaseModel):
             if field is None:
                 continue  # unknown keys are refused by parse, with the valid names
             if value is None:
-                raise InputError(f"{where}: {name}" if where else name, "null",
-                                 "give a value, or leave the key out for the default")
+                raise null_refusal(name, where)
             kind = Annotated[(field.annotation, *field.metadata)] if field.metadata else field.annotation
             adapter = TypeAdapter(kind)
             try:

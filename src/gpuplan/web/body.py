@@ -140,7 +140,9 @@ def _check_no_nulls(data: dict[str, Any], known: frozenset[str] | None = None) -
     if empty == CAMPAIGN_KEY:  # a campaign's list has no default (review s20b S2): the plan file's words
         raise InputError("stages", "null", STAGES_NULL_TEXT)
     if empty is not None:
-        raise InputError(preview(empty), "null", "give a value, or leave the key out for the default")
+        from gpuplan.schema.base import null_refusal
+
+        raise null_refusal(preview(empty))  # the one wording at every door (schema.base.NULL_TEXT)
 
 
 def _check_long_integers(data: dict[str, Any]) -> None:

@@ -143,7 +143,9 @@ def _not_null(value: Any, field: str) -> Any:
     """``value``, refused naming ``field`` where it is null: every key of the document, the names too (a `name: null`
     was the default name in disguise at every door: hostile wave 27)."""
     if value is None:
-        raise InputError(field, "null", "give a value, or leave the key out for the default")
+        from gpuplan.schema.base import null_refusal
+
+        raise null_refusal(field)  # the one wording at every door (schema.base.NULL_TEXT)
     return value
 
 
