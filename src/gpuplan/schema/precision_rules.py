@@ -87,11 +87,23 @@ def check_fp8_recipe(inputs: Any) -> None:
         raise InputError("fp8_recipe", "mxfp8", f"applies to --dtype fp8 (not {dtype}); use --dtype fp8")
 
 
+def dtype_gap(gpu: Any, dtype: str, fp8_recipe: str | None) -> str | None:
+    """What ``gpu`` (core.hardware.Accelerator) lacks to compute the linears in ``dtype`` under ``fp8_recipe``: "dtype"
+    where it has no path for the dtype, "mx" where --fp8-recipe mxfp8 asks for MX block-scaled tensor cores it has not
+    (they came with the FP4 ones: NVIDIA Blackwell sm_100, AMD CDNA4); None where it runs them. The one rule of
+    check_dtype_runs_on and memory's --compare (jobs.memory.schema), each refusing in its own field."""
+    if not gpu.has_dtype(dtype):
+        return "dtype"
+    return "mx" if fp8_recipe == "mxfp8" and not gpu.has_dtype("fp4") else None
+
+
 def check_dtype_runs_on(inputs: Any, gpu: Any) -> None:
-    """The part computes in --dtype (Accelerator.peak refuses it naming dtype) and has MX block-scaled tensor cores
-    for --fp8-recipe mxfp8: the device rules of plan's search (jobs.plan.search._checked_gpu), for `memory`."""
-    gpu.peak(inputs.dtype)  # InputError when the part lacks the dtype
-    if inputs.fp8_recipe == "mxfp8" and not gpu.has_dtype("fp4"):
-        # MX block-scaled tensor cores came with the FP4 ones (NVIDIA Blackwell sm_100, AMD CDNA4)
+    """The part computes in --dtype and has MX block-scaled tensor cores for --fp8-recipe mxfp8 (dtype_gap), refused
+    naming dtype (Accelerator.peak's words) or fp8_recipe: plan's search (jobs.plan.search._checked_gpu) and `memory`
+    (its --gpu and its default verdict table)."""
+    gap = dtype_gap(gpu, inputs.dtype, inputs.fp8_recipe)
+    if gap == "dtype":
+        gpu.peak(inputs.dtype)  # raises the InputError naming dtype and the dtypes the part has
+    if gap == "mx":
         raise InputError("fp8_recipe", "mxfp8", f"{gpu.name} has no block-scaled (MX) tensor cores; "
                          "use tensorwise, or a Blackwell-class part (b200, gb200, b300, gb300, mi355x)")

@@ -12,7 +12,7 @@ from gpuplan.schema import te_kernels as TE
 from gpuplan.schema import types as T
 from gpuplan.schema import vocabulary as V
 from gpuplan.schema.model_fields import ModelFields
-from gpuplan.schema.precision_rules import check_fp8_recipe
+from gpuplan.schema.precision_rules import check_fp8_recipe, dtype_gap
 from gpuplan.schema.shard_group import check_shard_group
 from gpuplan.schema.training_fields import EpA2aOverlap, LayoutFields, SetupFields, check_combined_1f1b
 
@@ -90,12 +90,13 @@ class MemoryInputs(ModelFields, LayoutFields, SetupFields):
                 raise InputError("compare", name, f"{part.name} has no {dtype} path for --recipe {self.recipe_name} "
                                  f"(it has {', '.join(d for d, _ in part.peak_flops)}): leave it out, or choose "
                                  "another --recipe")
-            if not part.has_dtype(self.dtype) or (self.fp8_recipe == "mxfp8" and not part.has_dtype("fp4")):
-                what = "MX block-scaled tensor cores for --fp8-recipe mxfp8" if part.has_dtype(self.dtype) else \
-                    f"{self.dtype} path for --dtype {self.dtype}"  # the rules --gpu meets (precision_rules)
+            gap = dtype_gap(part, self.dtype, self.fp8_recipe)  # the rule --gpu meets (precision_rules)
+            if gap is not None:
+                what = "MX block-scaled tensor cores for --fp8-recipe mxfp8" if gap == "mx" else \
+                    f"{self.dtype} path for --dtype {self.dtype}"
                 raise InputError("compare", name, f"{part.name} has no {what} (it has "
                                  f"{', '.join(d for d, _ in part.peak_flops)}): leave it out, or choose another "
-                                 f"--{'dtype' if 'path' in what else 'fp8-recipe'}")
+                                 f"--{'dtype' if gap == 'dtype' else 'fp8-recipe'}")
 
     @property
     def unstated_degrees_are_one(self) -> bool:

@@ -25,7 +25,7 @@ from gpuplan.core.memory.device_memory import with_ep_dispatcher
 from gpuplan.core.time.step import StepSettings, attention_efficiency
 from gpuplan.core.comm.topology import cluster_for
 from gpuplan.core.units import SECONDS_PER_DAY, format_bytes, plural
-from gpuplan.errors import InputError
+from gpuplan.schema.precision_rules import check_dtype_runs_on
 from gpuplan.schema.shard_group import fixed_shard_group, searches_shard_groups  # --shard-group auto
 from gpuplan.schema.te_kernels import DEFAULT_FLEX_BACKEND
 from gpuplan.jobs.eager_stack import eager_step_settings
@@ -109,12 +109,8 @@ def _checked_gpu(inputs, spec):
     check_model_degrees(spec, **fixed, seq_len=inputs.seq_len, framework=inputs.framework,
                         kv_subsharding=rules_for(inputs.framework).kv_subsharding)
     gpu = resolve_gpu(inputs.gpu)
-    gpu.peak(inputs.dtype)  # InputError when the part lacks the dtype
+    check_dtype_runs_on(inputs, gpu)  # --dtype, --fp8-recipe mxfp8 on the part (memory's rule too)
     check_recipe_runs_on(inputs.recipe_name, gpu)
-    if inputs.fp8_recipe == "mxfp8" and not gpu.has_dtype("fp4"):
-        # MX block-scaled tensor cores came with the FP4 ones (NVIDIA Blackwell sm_100, AMD CDNA4)
-        raise InputError("fp8_recipe", "mxfp8", f"{gpu.name} has no block-scaled (MX) tensor cores; "
-                         "use tensorwise, or a Blackwell-class part (b200, gb200, b300, gb300, mi355x)")
     check_kernels_run_on(inputs, gpu, spec)  # FP8 attention, the fused grouped MLP (schema.te_kernels)
     return gpu
 
