@@ -60,6 +60,8 @@ def test_held_out_budget_level():
     assert len(held) == 20 and {c.id for c in held} & set(EIGHTH_SET) == {"glm-130b"}
     nineteen = [c for c in held if c.id not in EIGHTH_SET]
     assert sum(abs(c.error) for c in nineteen) / len(nineteen) < 0.10
+    # and the twenty as published (README, docs/budget.md): 10.2%, over the bar, not hidden by the subset above
+    assert sum(abs(c.error) for c in held) / len(held) == pytest.approx(0.102, abs=0.005)
     # the worst is BloombergGPT, whose paper states a 32.5 s step (arXiv:2303.17564 Sec. 4) where the step model times
     # ~17 s: a budget below the run's total, its step and not its downtime (the end-to-end kind's basis names both)
     worst = max(held, key=lambda c: abs(c.error))
