@@ -21,15 +21,15 @@ def _refused(run_cli, *args, field: str) -> str:
 
 
 @pytest.mark.parametrize(("text", "field"), [
-    ("1: 2\nmodel: llama-3-8b\n", "plan file"),  # a number as a key
-    ("~: 2\nmodel: llama-3-8b\n", "plan file"),  # null as a key
+    ("1: 2\nmodel: llama-3-8b\n", "FILE: 1"),  # a number as a key: the schema's words (key_refusal, s25)
+    ("~: 2\nmodel: llama-3-8b\n", "FILE: None"),  # null as a key
     ("? [a, b]\n: 1\nmodel: llama-3-8b\n", "plan file"),  # a list as a key
     ("model: llama-3-8b\ngpus: " + "9" * 5000 + "\n", "plan file"),  # past Python's int conversion limit
 ])
 def test_plan_files_with_hostile_keys_or_numbers(run_cli, tmp_path, text, field):
     plan = tmp_path / "plan.yaml"
     plan.write_text(text)
-    _refused(run_cli, "train", str(plan), field=field)
+    _refused(run_cli, "train", str(plan), field=field.replace("FILE", str(plan)))
 
 
 def test_huge_toml_integer(run_cli, tmp_path):
