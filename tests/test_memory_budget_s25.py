@@ -8,6 +8,9 @@
    printed as "`gpuplan memory` of this layout gives the same". memory takes it (the one field and rules,
    schema.training_fields.EpA2aOverlap / check_combined_1f1b): with a pipeline one more interleaved warm-up chunk
    (Megatron-Core schedules.py get_pp_rank_microbatches: num_warmup_microbatches + 1), at pp 1 no change.
+4. `budget --contingency 0` (a bare share replaces the named ones, the failures line too) priced the failure-free
+   hours: a budget below the expected cost of the run it budgets. The contingency lines are now at least the failure
+   model's expected overrun (core.economics.cost.with_expected_floor: a line 'up to the expected cost').
 5. A key that is no text and a field given no value were refused in other words at each door: a YAML plan file's
    `1: 2` 'is not valid YAML (line 3): keys must be names (text), got 1' where Python's {1: 2} said 'is not a field
    name (an int)', and a Python None 'got no value; expected a number ...' where files and bodies said 'give a
@@ -229,3 +232,57 @@ def test_a_field_given_no_value_in_one_wording(run_cli, client, tmp_path, job, r
 def test_none_for_a_field_that_takes_it_is_the_default():
     """A field whose default is None takes None from Python (dp, vpp); a rule naming such a field is its own."""
     assert MemoryInputs(model="llama-3-8b", dp=None, vpp=None) == MemoryInputs(model="llama-3-8b")
+
+
+# ---- 4. a budget is never below the expected cost ---------------------------------------------------------------
+
+BUDGET_ASK = dict(model="llama-3.1-8b", tokens="1T", gpu="h100", gpus=64)
+
+
+@pytest.mark.parametrize("shares", [
+    dict(contingency=0),
+    dict(contingency_restarts=0, contingency_tuning=0, contingency_evaluation=0, contingency_failures=0),
+])
+def test_contingency_zero_budgets_the_expected_cost_by_hand(shares):
+    """llama-3.1-8b, 1T tokens, 64 H100 at the median $3.99/GPU-h: failure-free 64 x 26.4202 days x 24 = 40,581.5
+    GPU-h; the failure model's expected wall-clock 2,290,687 s, 64 x 2,290,687 / 3,600 = 40,723.3 GPU-h; so the
+    shares of 0 leave a 141.8 GPU-h line up to it and the budget is the expected cost, 40,723.3 x $3.99 = $162,486
+    (it was 40,581.5 x $3.99 = $161,920, $566 below the 'cost, on-demand' line above it). The spot budget likewise
+    is the spot cost."""
+    report = estimate_budget(BudgetInputs(**BUDGET_ASK, **shares))
+    failure_free = 64 * report.value("wall_days_with_comm") * 24
+    expected = 64 * report.value("fail_wall_seconds") / 3600
+    assert failure_free == pytest.approx(40_581.5, abs=0.1) and expected == pytest.approx(40_723.3, abs=0.1)
+    assert report.value("contingency_expected_floor") == pytest.approx(expected - failure_free, rel=1e-9)
+    assert report.value("budget_gpu_hours") == pytest.approx(expected, rel=1e-12)
+    assert report.value("budget_usd_on_demand") == pytest.approx(expected * 3.99, rel=1e-12)
+    assert report.value("budget_usd_on_demand") == pytest.approx(162_486, abs=1)
+    assert report.value("budget_usd_on_demand") >= report.value("cost_on_demand_usd") * (1 - 1e-12)
+    assert report.value("budget_usd_spot") >= report.value("cost_spot_usd") * (1 - 1e-12)
+
+
+def test_a_contingency_above_the_expected_overrun_is_as_before():
+    """--contingency 0.2: 20% of the 40,581.5 failure-free GPU-hours = 8,116.3 is above the 141.8 the failure model
+    expects, so no floor line and the budget is 40,581.5 x 1.2 = 48,697.8 GPU-h (the named defaults likewise)."""
+    report = estimate_budget(BudgetInputs(**BUDGET_ASK, contingency=0.2))
+    failure_free = 64 * report.value("wall_days_with_comm") * 24
+    assert report.value("budget_gpu_hours") == pytest.approx(1.2 * failure_free, rel=1e-12)
+    assert report.value("budget_gpu_hours") == pytest.approx(48_697.8, abs=0.1)
+    assert "contingency_expected_floor" not in report.to_dict()["results"]
+    assert "contingency_expected_floor" not in estimate_budget(BudgetInputs(**BUDGET_ASK)).to_dict()["results"]
+
+
+def test_contingency_zero_at_every_door(run_cli, client, tmp_path):
+    """flags, a plan file, the web API and Python: the same budget, the expected cost."""
+    want = estimate_budget(BudgetInputs(**BUDGET_ASK, contingency=0)).value("budget_usd_on_demand")
+    code, out, err = run_cli("budget", *(f"--{k}={v}" for k, v in BUDGET_ASK.items()), "--contingency", "0", "--json")
+    assert code == 0, err
+    plan = tmp_path / "budget.yaml"
+    plan.write_text("".join(f"{k}: {v}\n" for k, v in BUDGET_ASK.items()) + "contingency: 0\n", encoding="utf-8")
+    code, planned, err = run_cli("budget", str(plan), "--json")
+    assert code == 0, err
+    web = client.post("/api/budget", json=BUDGET_ASK | {"contingency": 0})
+    assert web.status_code == 200, web.text[:300]
+    for report in (json.loads(out), json.loads(planned), web.json()):
+        assert report_lines(report)["budget_usd_on_demand"]["value"] == pytest.approx(want, rel=1e-12)
+        assert report_lines(report)["contingency_expected_floor"]["label"] == "up to the expected cost"

@@ -87,3 +87,19 @@ def contingency_lines(compute_gpu_hours: float, shares: tuple[tuple[str, float |
 
 def contingency_total(lines: tuple[ContingencyLine, ...]) -> float:
     return sum(line.gpu_hours for line in lines)
+
+
+EXPECTED_FLOOR = "expected_floor"
+"""The name of the line that lifts a contingency below the failure model's expected GPU-hours up to them."""
+
+
+def with_expected_floor(lines: tuple[ContingencyLine, ...], compute_gpu_hours: float,
+                        modelled_failure_gpu_hours: float) -> tuple[ContingencyLine, ...]:
+    """``lines`` and, where their total is below the failure model's expected overrun (expected - failure-free
+    GPU-hours: a bare --contingency 0, or named shares with --contingency-failures a share below it), a line of the
+    shortfall: a budget is never below the expected cost of the run it budgets (session 25: `budget --contingency 0`
+    priced the failure-free hours, $161,920 against an expected $162,486)."""
+    short = modelled_failure_gpu_hours - contingency_total(lines)
+    if short <= 0:
+        return lines
+    return (*lines, ContingencyLine(EXPECTED_FLOOR, short, short / compute_gpu_hours, modelled=True))

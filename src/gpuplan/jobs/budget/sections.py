@@ -255,12 +255,16 @@ def cost_section(run: RunFacts, sc: Scenario, p: Prices, scaled: list[tuple[floa
 def contingency_section(run: RunFacts, s: BudgetSettings, sc: Scenario, p: Prices) -> Section:
     run_hours = K.billed_gpu_hours(run.gpus, run.wall_seconds + run.eval_seconds)  # in-loop evaluation: its own lines
     modelled = sc.billed_on_demand - run_hours
-    parts = K.contingency_lines(run.gpu_hours, s.contingency, modelled)
-    spot_parts = K.contingency_lines(run.gpu_hours, s.contingency, sc.billed_spot - run_hours)
+    parts = K.with_expected_floor(K.contingency_lines(run.gpu_hours, s.contingency, modelled), run.gpu_hours, modelled)
+    spot_modelled = sc.billed_spot - run_hours  # the spot budget's floor: its own expected hours (reclaims included)
+    spot_parts = K.with_expected_floor(K.contingency_lines(run.gpu_hours, s.contingency, spot_modelled), run.gpu_hours,
+                                       spot_modelled)
     money = (lambda h: "") if p.on_demand is None else (lambda h: ", " + _usd(h * p.on_demand))
     outside = "; outside the loop: in-loop evaluation is its own section's (--contingency-evaluation 0 if that is all)"
-    lines = [Line(f"contingency_{c.name}", c.name, c.gpu_hours, "GPU-hours",
-                  f"{format_gpu_time(c.gpu_hours)} GPU-h ({_pct(c.share)}){money(c.gpu_hours)}",
+    floor = "the failure model's expected - failure-free GPU-hours, less the shares: never below the expected cost"
+    lines = [Line(f"contingency_{c.name}", "up to the expected cost" if c.name == K.EXPECTED_FLOOR else c.name,
+                  c.gpu_hours, "GPU-hours", f"{format_gpu_time(c.gpu_hours)} GPU-h ({_pct(c.share)}){money(c.gpu_hours)}",
+                  floor if c.name == K.EXPECTED_FLOOR else
                   "failure model: expected - failure-free GPU-hours" if c.modelled else f"{c.share:.0%} of compute "
                   f"GPU-hours{outside if c.name == 'evaluation' and run.eval_seconds else ''}") for c in parts]
     total = K.contingency_total(parts)
