@@ -96,3 +96,33 @@ def test_report_without_plots_does_not_read_matplotlib_settings(tmp_path):
     done = subprocess.run([sys.executable, "-m", "gpuplan", "report", str(plan), "--out", str(out), "--no-plots"],
                           timeout=120, capture_output=True, text=True, env=dict(os.environ, MPLBACKEND="nonsense"))
     assert done.returncode == 0 and out.exists(), done.stderr[-400:]
+
+
+# ---- 4. calibrate: a copy of a measurement under another name is not a second measured run -------------------------
+
+TRIAL = os.path.join(os.path.dirname(__file__), "fixtures", "h200", "profile_llama-3.2-1b_bf16_mb2_s2048.json")
+MIXTRAL_LOG = os.path.join(os.path.dirname(__file__), "fixtures", "logs", "megatron_mixtral.log")
+MIXTRAL = ("--model", "mixtral-8x7b", "--gpu", "h100", "--gpus", "16", "--seq-len", "2048", "--ep", "4", "--zero",
+           "1", "--tp", "1", "--pp", "1")
+
+
+@pytest.mark.parametrize("source, flags", [(TRIAL, ()), (MIXTRAL_LOG, MIXTRAL)], ids=["trial", "megatron-log"])
+def test_a_copied_measurement_is_refused_naming_the_copy(run_cli, tmp_path, source, flags):
+    """`calibrate m.json copy.json` (a byte copy) was read as two measured runs: the trial fitted the matmul time
+    alone, 0.895x from '2 measurements, residuals 0', where m.json alone ties it to the compute time at 0.950x; the
+    same file under two names or a link was refused already (calibrate/sources.load_measurements)."""
+    from helpers import field_refusal
+
+    copy = tmp_path / f"copy{os.path.splitext(source)[1]}"
+    copy.write_bytes(open(source, "rb").read())
+    out = tmp_path / "cal.json"
+    err = field_refusal(run_cli("calibrate", source, str(copy), *flags, "--out", str(out)), "files")
+    assert err == (f"error: files: got '{copy}'; is the same measurement as '{source}' (every field and number "
+                   "equal: a copy); give each measured run once\n") and not out.exists()
+
+
+def test_two_measured_runs_and_one_alone_are_still_calibrated(run_cli):
+    other = os.path.join(os.path.dirname(TRIAL), "profile_llama-3.2-1b_full_mb1_s4096.json")
+    for files in ((TRIAL,), (TRIAL, other)):
+        code, out, err = run_cli("calibrate", *files)
+        assert code == 0 and out.startswith("Calibration from measurements"), err

@@ -150,6 +150,7 @@ def load_measurements(paths: Iterable[str | Path], context: LogContext | None = 
     found = [load_measurement(p, context, fmt, max_bytes) for p in seen.values()]
     if not found:
         raise InputError("files", "none", "at least one measurement file (gpuplan profile --out) or training log")
+    _check_each_run_once(found)
     _check_context_read(context, found)
     first = found[0]
     for m in found[1:]:
@@ -158,6 +159,21 @@ def load_measurements(paths: Iterable[str | Path], context: LogContext | None = 
                 raise InputError("files", m.source, f"measures {what} {getattr(m, what)!r}, but {first.source} "
                                  f"measures {getattr(first, what)!r}; calibrate one model on one GPU type at a time")
     return found
+
+
+def _check_each_run_once(found: list[Measurement]) -> None:
+    """A copy of a file (another name, the same content) is the same measured run, not a second one: `calibrate m.json
+    copy.json` fitted the matmul time alone at 0.895x from '2 measurements, residuals 0' where m.json alone ties it to
+    the compute time at 0.950x (hostile wave 29). Two runs whose every field and number are equal are refused."""
+    from dataclasses import replace
+
+    seen: dict[str, str] = {}
+    for m in found:
+        key = repr(replace(m, source=""))
+        if key in seen:
+            raise InputError("files", m.source, f"is the same measurement as {seen[key]!r} (every field and number "
+                             "equal: a copy); give each measured run once")
+        seen[key] = m.source
 
 
 def _check_context_read(context: LogContext | None, found: list[Measurement]) -> None:
