@@ -8,6 +8,10 @@
    printed as "`gpuplan memory` of this layout gives the same". memory takes it (the one field and rules,
    schema.training_fields.EpA2aOverlap / check_combined_1f1b): with a pipeline one more interleaved warm-up chunk
    (Megatron-Core schedules.py get_pp_rank_microbatches: num_warmup_microbatches + 1), at pp 1 no change.
+3. train's "`gpuplan memory` of this layout gives the same" held only at train's batch: memory's default is one
+   micro-batch a rank, train's 4M tokens (llama-3.1-8b on 64 H100, dp32 pp2 vpp8: 42.76 GiB at 1,024 sequences,
+   35.31 GiB at memory's 32). The note names the batch (--global-batch N), and memory's answer states its batch and,
+   where train's default gives another peak, both (jobs.memory.batch_note).
 4. `budget --contingency 0` (a bare share replaces the named ones, the failures line too) priced the failure-free
    hours: a budget below the expected cost of the run it budgets. The contingency lines are now at least the failure
    model's expected overrun (core.economics.cost.with_expected_floor: a line 'up to the expected cost').
@@ -286,3 +290,42 @@ def test_contingency_zero_at_every_door(run_cli, client, tmp_path):
     for report in (json.loads(out), json.loads(planned), web.json()):
         assert report_lines(report)["budget_usd_on_demand"]["value"] == pytest.approx(want, rel=1e-12)
         assert report_lines(report)["contingency_expected_floor"]["label"] == "up to the expected cost"
+
+
+# ---- 3. the batch "gives the same" holds at -----------------------------------------------------------------------
+
+def test_trains_note_names_the_batch_memory_gives_the_same_at(run_cli, client):
+    """llama-3.1-8b, 1T tokens, 64 H100: train's layout dp32 tp1 pp2 vpp8 ZeRO-1 mb1 at its default batch, 4M tokens
+    / 4,096 = 1,024 sequences (a multiple of dp 32); its note names --global-batch 1024, at which memory gives its
+    42.76 GiB to the byte. Memory's own default, 32 x 1 = 32 sequences, one micro-batch a rank, holds one micro-batch
+    in flight on the pipeline (35.31 GiB), and its note says both and the option."""
+    report = estimate_training(TrainingInputs(model="llama-3.1-8b", tokens="1T", gpu="h100", gpus=64))
+    layout = report.value("mem_layout")
+    assert (layout["dp"], layout["pp"], layout["vpp"], layout["micro_batch"], layout["global_batch"]) == \
+        (32, 2, 8, 1, 4 * 2**20 // 4096)
+    note = next(line.formula for s in report.sections for line in s.lines if line.key == "mem_peak_allocated")
+    assert "`gpuplan memory` of this layout with --global-batch 1024 gives the same" in note
+    ask = dict(model="llama-3.1-8b", gpu="h100", gpus=64, pp=2, vpp=8, zero=1, micro_batch=1)
+    at_trains = estimate_memory(MemoryInputs(**ask, global_batch=1024))
+    assert at_trains.value("peak_allocated") == report.value("mem_peak_allocated")
+    assert at_trains.value("peak_allocated") / GiB == pytest.approx(42.76, abs=0.005)
+    own = estimate_memory(MemoryInputs(**ask))
+    assert own.value("peak_allocated") / GiB == pytest.approx(35.31, abs=0.005)
+    assert not any("global batch:" in n for n in at_trains.notes)
+    said = "global batch: 32 sequences, one micro-batch a rank (memory's default): 35.31 GiB allocated; at train / " \
+           "budget / plan's default, 4M tokens (1,024 sequences on this layout), 42.76 GiB: give --global-batch 1024"
+    assert any(n.startswith(said) for n in own.notes)
+    code, out, err = run_cli("memory", *(f"--{k.replace('_', '-')}={v}" for k, v in ask.items()))
+    assert code == 0 and said in out.replace("\n", " "), err
+    web = client.post("/api/memory", json=ask)
+    assert web.status_code == 200 and any(n.startswith(said) for n in web.json()["notes"])
+    code, out, err = run_cli("memory", *(f"--{k.replace('_', '-')}={v}" for k, v in ask.items()), "--full")
+    assert "32 sequences (one micro-batch a rank, the default here" in out
+
+
+def test_no_batch_note_where_the_batch_moves_nothing():
+    """dp 64 without a pipeline under megatron: the peak is the same at 64 and 1,024 sequences, so no note."""
+    own = estimate_memory(MemoryInputs(**MEMORY_ASK))
+    assert own.value("peak_allocated") == estimate_memory(MemoryInputs(**MEMORY_ASK, global_batch=1024)).value(
+        "peak_allocated")
+    assert not any("global batch:" in n for n in own.notes)

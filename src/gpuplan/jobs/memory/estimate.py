@@ -32,6 +32,7 @@ from gpuplan.jobs.memory.assumptions import (
     recipe_fact_assumptions,
     recipe_of,
 )
+from gpuplan.jobs.memory.batch_note import batch_line, batch_note
 from gpuplan.jobs.memory.schema import MemoryInputs
 from gpuplan.planner.framework_rules import optimizer_zero_stages, rules_for, sequence_split_runs
 from gpuplan.report.model import Line, Report, Section, Table
@@ -323,6 +324,7 @@ def estimate_memory(inputs: MemoryInputs) -> Report:
         Line("gpu", "accelerator", gpu.id, text=f"{gpu.name} ({_gib(gpu.memory_bytes)})"),
         Line("layout", "layout", layout_text),
         Line("seq_len", "sequence length", settings.seq_len, "tokens"),
+        batch_line(inputs, layout),
         Line("dtype", "compute dtype", inputs.dtype, text=dtype_text(inputs, inputs.fp8_recipe if
                                                                             inputs.dtype == "fp8" else None)),
         Line("finetune", "training", settings.finetune if settings.finetune == "full" else
@@ -331,7 +333,7 @@ def estimate_memory(inputs: MemoryInputs) -> Report:
     headline = MEMORY_HEADLINE + tuple(line.key for line in advice)
     return in_device_words(Report("memory", f"Training memory: {spec.name} on {gpu.name}", report_inputs,
                   memory_assumptions(settings, overheads, spec.model_type, gpu, "framework" in inputs.given) + recipe_fact_assumptions(settings, inputs.given)
-                  + compile_memory_assumption(inputs) + shard_group_assumption(inputs, layout), tuple(sections), _notes(spec, settings) + X.compared_note(
+                  + compile_memory_assumption(inputs) + shard_group_assumption(inputs, layout), tuple(sections), _notes(spec, settings) + batch_note(inputs, spec, layout, settings, peak.allocated) + X.compared_note(
                       settings.framework, "framework" in inputs.given, gpu, parts[1:]), (table,),
                   headline=headline, key_assumptions=("recompute", "margin") if rules_for(settings.framework).fixed_options
                   else ("recipe", "implementation", "margin"),  # llm.c: no recipe / implementation to choose

@@ -219,7 +219,8 @@ def layout_section(plan: Plan, inputs: TrainingInputs, told: tuple[Line, ...] = 
              f"{plan.target_batch:,.0f} " + ("asked)" if inputs.global_batch is not None or
                                                inputs.global_batch_tokens is not None else "by default)")),
         Line("mem_peak_allocated", "allocated peak", m.allocated, "bytes", format_bytes(m.allocated),
-             f"at {m.peak_phase}, pipeline stage {m.stage}; `gpuplan memory` of this layout gives the same"),
+             f"at {m.peak_phase}, pipeline stage {m.stage}; `gpuplan memory` of this layout with --global-batch "
+             f"{plan.global_batch} gives the same"),  # memory's own default is one micro-batch a rank (s25)
         *_peak_lines(plan, inputs),
         Line("mem_capacity", "usable memory (after the margin)", plan.budget_bytes, "bytes",
              format_bytes(plan.budget_bytes), f"{inputs.margin:.0%} kept free beyond the modelled reserve and runtime"),
