@@ -329,3 +329,12 @@ def test_no_batch_note_where_the_batch_moves_nothing():
     assert own.value("peak_allocated") == estimate_memory(MemoryInputs(**MEMORY_ASK, global_batch=1024)).value(
         "peak_allocated")
     assert not any("global batch:" in n for n in own.notes)
+
+
+@pytest.mark.parametrize("job", ["memory", "train"])
+def test_recipe_fp8_under_llmc_is_refused_naming_recipe(run_cli, job):
+    """llm.c runs bf16 only: --recipe fp8 is refused by its fixed-options rule naming recipe, as before the recipe
+    set the dtype (it read 'dtype: got 'fp8'; --framework llmc is modelled in bf16 only', a field never typed)."""
+    run = ("--tokens", "1T") if job == "train" else ()
+    field_refusal(run_cli(job, "--model", "llama-3-8b", "--gpu", "h100", "--gpus", "8", "--framework", "llmc",
+                          "--recipe", "fp8", *run), "recipe", "--framework llmc keeps bf16 weights")

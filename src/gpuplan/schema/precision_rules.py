@@ -34,8 +34,9 @@ def follow_recipe(inputs: Any) -> None:
         return
     recipe = getattr(inputs, "recipe_name", None)
     dtype = RECIPE_COMPUTE_DTYPE.get(recipe)
-    if dtype is None:
-        return
+    profile = getattr(inputs, "profile", None)
+    if dtype is None or (profile is not None and profile.dtypes and dtype not in profile.dtypes):
+        return  # llm.c (bf16 only): its own rule refuses --recipe fp8 naming recipe, as before
     from gpuplan.core.precision import check_recipe_runs_on
     from gpuplan.schema.device_rules import accelerator
 
