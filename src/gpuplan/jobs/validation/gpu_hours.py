@@ -66,10 +66,11 @@ SIXTH_SET = ("olmo3-7b", "olmo3-32b")
 SEVENTH_SET = ("bloomberggpt-50b",)
 """The seventh set by the same criterion (wave 20): BloombergGPT 50.6B on 512 A100 40GB for ~53 days (arXiv:2303.17564
 Secs. 3.3-4, read in a stored full-text copy), its shape a catalog entry (tests/test_gpu_hours_w20.py)."""
-EIGHTH_SET = ("skywork-13b", "glm-130b")
+EIGHTH_SET = ("skywork-13b", "glm-130b", "sea-lion-7b", "sea-lion-3b")
 """The eighth set by the same criterion (session 25): Skywork-13B on 512 A800 80GB for 39 days (arXiv:2310.19341 Sec. 3.5, a
 rate total) and GLM-130B on 768 A100 40GB from May 6 to July 3, 2022 (arXiv:2210.02414 Secs. 1-2, Table 11), their shapes
-catalog entries (tests/test_gpu_hours_s25.py)."""
+catalog entries (tests/test_gpu_hours_s25.py); then SEA-LION 7B and 3B on 256 / 240 A100 40GB for 22 / 14 days (AI
+Singapore's card), their MPT shapes catalog entries (tests/test_gpu_hours_s25_sealion.py)."""
 PREDICTED_SETS = (("issue 15's runs, the 15% bar", ISSUE_15_RUNS),
                   ("second set (issue 37), not in the bar", SECOND_SET),
                   ("third set (wave 7), not in the bar", THIRD_SET),
