@@ -338,3 +338,12 @@ def test_recipe_fp8_under_llmc_is_refused_naming_recipe(run_cli, job):
     run = ("--tokens", "1T") if job == "train" else ()
     field_refusal(run_cli(job, "--model", "llama-3-8b", "--gpu", "h100", "--gpus", "8", "--framework", "llmc",
                           "--recipe", "fp8", *run), "recipe", "--framework llmc keeps bf16 weights")
+
+
+def test_a_campaign_stage_key_that_is_no_text_in_the_schemas_words():
+    """A Python caller's campaign stage {1: 2} said 'stages[0].1: got 2; unknown field; a campaign takes ...'."""
+    from gpuplan import InputError, estimate_campaign
+
+    with pytest.raises(InputError) as python:
+        estimate_campaign({"stages": [{"model": "llama-3-8b", "tokens": "1T", 1: 2}]})
+    assert str(python.value) == f"stages[0].1: got 2; {KEY_WORDS}"

@@ -131,7 +131,11 @@ def _stage_list(document: Mapping[str, Any], head: str) -> list[Any]:
 def _known_keys(raw: Mapping[str, Any], fields: Mapping[str, Any], head: str, extra: tuple[str, ...]) -> None:
     """Every key a budget field (or one of ``extra``) and none null: else refused naming it (``head``: its place)."""
     for key, value in raw.items():
-        if not isinstance(key, str) or key not in fields:
+        if not isinstance(key, str):  # a Python caller's {1: 2}: the schema's words (schema.base.key_text)
+            from gpuplan.schema.base import key_text
+
+            raise InputError(f"{head}{key!r}", value, key_text(key))
+        if key not in fields:
             near = closest_names(str(key), (*extra, *fields))
             hint = f"did you mean {', '.join(near)}? " if near else ""
             raise InputError(f"{head}{key}", value, f"unknown field; {hint}a campaign takes {', '.join(extra)} and "
