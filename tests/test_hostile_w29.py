@@ -126,3 +126,29 @@ def test_two_measured_runs_and_one_alone_are_still_calibrated(run_cli):
     for files in ((TRIAL,), (TRIAL, other)):
         code, out, err = run_cli("calibrate", *files)
         assert code == 0 and out.startswith("Calibration from measurements"), err
+
+
+# ---- 5. calibrate --target-gpus: a count the measured experts cannot lay out on --------------------------------------
+
+
+@pytest.mark.parametrize("target", ["6", "7", "10"])
+def test_an_extrapolation_target_the_measured_experts_cannot_use_is_refused(run_cli, tmp_path, target):
+    """The Megatron log measured mixtral-8x7b at ep 4 on 16 GPUs (tp 1, pp 1); `--target-gpus 7` was weak-scaled to
+    dp 7 with ep 4 (a step time, MFU and throughput for a layout Megatron-Core refuses: etp x ep must divide a stage's
+    ranks, core.parallel.check_expert_layout) and the calibration written; now refused before anything is written."""
+    from helpers import field_refusal
+
+    out = tmp_path / "cal.json"
+    err = field_refusal(run_cli("calibrate", MIXTRAL_LOG, *MIXTRAL, "--target-gpus", target, "--out", str(out)),
+                        "target_gpus")
+    assert err == (f"error: target_gpus: got {target}; the measured layout does not lay out on it: ep 4: etp 1 x ep 4 "
+                   f"must divide dp x cp x tp = {target} (the experts are laid out over etp x ep of a pipeline "
+                   "stage's ranks; etp = tp unless --etp is given)\n") and not out.exists()
+
+
+@pytest.mark.parametrize("target, sequences", [("8", 64), ("12", 96), ("16384", 131072)])
+def test_an_extrapolation_target_the_experts_fit_is_answered(run_json, target, sequences):
+    """Weak scaling keeps the 8 sequences a data-parallel rank of the log (128 on dp 16): 8 x dp at the target."""
+    lines = {line["key"]: line for s in run_json("calibrate", MIXTRAL_LOG, *MIXTRAL, "--target-gpus", target)["sections"]
+             for line in s["lines"]}
+    assert lines["x_target_step"]["formula"] == f"{sequences} sequences x 2048 tokens per step"

@@ -126,6 +126,13 @@ def extrapolation_lines(cal: Calibration, m: Measurement, target_gpus: int) -> t
         raise InputError("target_gpus", target_gpus, f"a multiple of tp x pp x cp = {per_dp}")
     scale = (target_gpus // per_dp) / lay.dp
     target = replace(case, layout=replace(lay, dp=target_gpus // per_dp, global_batch=round(lay.batch * scale)))
+    try:  # the measured experts on the target's ranks: `--ep 4` measured on 16 GPUs was extrapolated to 7 (w29)
+        from gpuplan.core.parallel import check_expert_layout
+
+        check_expert_layout(target.spec, target.layout)
+    except InputError as exc:
+        raise InputError("target_gpus", target_gpus, f"the measured layout does not lay out on it: {exc.field} "
+                         f"{exc.value}: {exc.expected}") from None
     lines = []
     node = case.gpu.devices_per_node or 8
     for label, c, gpus in (("measured size", case, m.world_size), ("target", target, target_gpus)):
