@@ -54,18 +54,20 @@ def test_rate_totals_get_no_budget_case():
 def test_held_out_budget_level():
     # 19 wall-clock totals, held out (Llama 3.1 405B is the fitted census row): 9.4% mean |error|, bias -0.4% at session
     # 24. The bound is the article's 10% ('resource waste within 10%'): a budget that drifts past it on the nineteen it
-    # was written for fails here. Session 25's eighth set adds GLM-130B (-24.3%; Skywork-13B is a rate total): the
-    # twenty are 10.2% (bias -1.6%), over the 10%, as README and docs/budget.md say.
+    # was written for fails here. Session 25's eighth set adds GLM-130B (-24.3%; Skywork-13B is a rate total), then
+    # SEA-LION 7B and 3B (-23.1%, -44.6%): the twenty-two are 12.3% (bias -4.5%), over the 10%, as README and
+    # docs/budget.md say.
     held = [c for c in validation_cases_once() if c.kind == HELD]
-    assert len(held) == 20 and {c.id for c in held} & set(EIGHTH_SET) == {"glm-130b"}
+    assert len(held) == 22 and {c.id for c in held} & set(EIGHTH_SET) == {"glm-130b", "sea-lion-7b", "sea-lion-3b"}
     nineteen = [c for c in held if c.id not in EIGHTH_SET]
     assert sum(abs(c.error) for c in nineteen) / len(nineteen) < 0.10
-    # and the twenty as published (README, docs/budget.md): 10.2%, over the bar, not hidden by the subset above
-    assert sum(abs(c.error) for c in held) / len(held) == pytest.approx(0.102, abs=0.005)
-    # the worst is BloombergGPT, whose paper states a 32.5 s step (arXiv:2303.17564 Sec. 4) where the step model times
-    # ~17 s: a budget below the run's total, its step and not its downtime (the end-to-end kind's basis names both)
-    worst = max(held, key=lambda c: abs(c.error))
-    assert worst.id == "bloomberggpt-50b" and worst.error < 0
+    # and the twenty-two as published (README, docs/budget.md): 12.3%, over the bar, not hidden by the subset above
+    assert sum(abs(c.error) for c in held) / len(held) == pytest.approx(0.123, abs=0.005)
+    # the worst is SEA-LION 3B, whose card's 14 days on 240 A100 40GB hold 3.03 s a step where the step model times
+    # 1.46 s; the worst before it, BloombergGPT, states a 32.5 s step (arXiv:2303.17564 Sec. 4) where the model times
+    # ~17 s: budgets below the runs' totals, their steps and not their downtime (the end-to-end basis names both)
+    worst, second = sorted(held, key=lambda c: -abs(c.error))[:2]
+    assert (worst.id, second.id) == ("sea-lion-3b", "bloomberggpt-50b") and worst.error < 0 and second.error < 0
 
 
 def test_budget_case_equals_what_the_budget_command_prints():
@@ -104,8 +106,8 @@ def test_readme_and_docs_quote_the_budget_reading_as_computed():
     bias = 100 * sum(c.error for c in held) / len(held)
     root = Path(__file__).resolve().parents[1]
     readme = (root / "README.md").read_text()
-    assert len(held) == 20
-    assert f"is {mean_abs:.1f}% off the 20 wall-clock totals, max {worst:.1f}%, bias {bias:+.1f}%".replace("bias -",
+    assert len(held) == 22
+    assert f"is {mean_abs:.1f}% off the 22 wall-clock totals, max {worst:.1f}%, bias {bias:+.1f}%".replace("bias -",
                                                                                                    "bias −") in readme
     budget_doc = (root / "docs" / "budget.md").read_text()
-    assert f"| 20 | {mean_abs:.1f}% | {worst:.1f}% (BloombergGPT) | {bias:+.1f}% |".replace("| -", "| −") in budget_doc
+    assert f"| 22 | {mean_abs:.1f}% | {worst:.1f}% (SEA-LION 3B) | {bias:+.1f}% |".replace("| -", "| −") in budget_doc

@@ -101,7 +101,7 @@ def test_criterion_e_and_held_out(runs):
     assert by_hand["glm-130b"] == pytest.approx(0.2572, abs=5e-4)
     for run_id, mfu in by_hand.items():
         assert source_6nd_mfu(runs[run_id]) == pytest.approx(mfu, rel=1e-9)
-    assert EIGHTH_SET == ("skywork-13b", "glm-130b")
+    assert EIGHTH_SET[:2] == ("skywork-13b", "glm-130b")  # + SEA-LION 7B / 3B: tests/test_gpu_hours_s25_sealion.py
     assert ("eighth set (session 25), not in the bar", EIGHTH_SET) in PREDICTED_SETS
     assert not set(EIGHTH_SET) & set(FITTED_RUNS + REVISED_AFTER_MISS)
     assert all("Eighth set for the end-to-end kind" in runs[i]["notes"] for i in EIGHTH_SET)

@@ -54,7 +54,7 @@ def test_every_run_with_a_total_and_no_gpu_count_is_named_in_excluded():
     assert len(named) == len(set(named))
     assert set(named) <= ids
     assert set(named) == without_count
-    assert len(without_count) == 9 and len(ids) == 38  # 26 + wave 7's third set + the llm.c 350M (wave 12) + BioMedLM + Llemma 7B / 34B (wave 15) + OLMo 3 7B / 32B (wave 19) + BloombergGPT (wave 20) + Skywork-13B / GLM-130B (session 25)
+    assert len(without_count) == 9 and len(ids) == 40  # 26 + wave 7's third set + the llm.c 350M (wave 12) + BioMedLM + Llemma 7B / 34B (wave 15) + OLMo 3 7B / 32B (wave 19) + BloombergGPT (wave 20) + Skywork-13B / GLM-130B / SEA-LION 7B / 3B (session 25)
 
 
 PYTHIA_ROWS = ("pythia-70m", "pythia-160m", "pythia-410m", "pythia-1b", "pythia-1.4b", "pythia-2.8b", "pythia-6.9b",
