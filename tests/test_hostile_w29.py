@@ -152,3 +152,47 @@ def test_an_extrapolation_target_the_experts_fit_is_answered(run_json, target, s
     lines = {line["key"]: line for s in run_json("calibrate", MIXTRAL_LOG, *MIXTRAL, "--target-gpus", target)["sections"]
              for line in s["lines"]}
     assert lines["x_target_step"]["formula"] == f"{sequences} sequences x 2048 tokens per step"
+
+
+# ---- 6. a config.json near the size limit is read once a command, not once per look-up --------------------------------
+
+LLAMA2 = os.path.join(os.path.dirname(__file__), os.pardir, "examples", "llama-2-7b", "config.json")
+
+
+def _counting_reads(monkeypatch) -> list[str]:
+    from gpuplan.adapters import hf_config
+
+    reads: list[str] = []
+    original = hf_config.load_hf_config
+    monkeypatch.setattr(hf_config, "load_hf_config", lambda path: reads.append(str(path)) or original(path))
+    return reads
+
+
+def test_a_big_config_is_read_once_a_command(run_cli, tmp_path, monkeypatch):
+    """A 3.7 MB config.json (the Llama 2 7B shape and 220,000 keys no reader reads; the limit is 4 MiB) was read and
+    checked three times by `gpuplan memory` (ModelFields.spec, position_limit_of twice): 4.8 s of CPU, 0.3 s for
+    the file alone; now once (adapters.resolve._config_file), 1.9 s."""
+    text = open(LLAMA2).read().rstrip().rstrip("}")
+    config = tmp_path / "config.json"
+    config.write_text(text + ", " + ",".join(f'"k{i}": {i}' for i in range(220_000)) + "}")
+    assert 3.5e6 < config.stat().st_size < 4 << 20
+    reads = _counting_reads(monkeypatch)
+    start = time.perf_counter()
+    code, out, err = run_cli("memory", str(config), "--gpu", "h100")
+    assert code == 0 and out.startswith("Training memory: "), err
+    assert reads == [str(config)] and time.perf_counter() - start < 5
+
+
+def test_a_changed_config_is_read_again(tmp_path, monkeypatch):
+    """The file's identity is its path, inode, size and modification time: a config written anew is read anew."""
+    import json
+
+    from gpuplan.adapters.resolve import resolve_model
+
+    config = tmp_path / "config.json"
+    data = json.load(open(LLAMA2))
+    config.write_text(json.dumps(data))
+    reads = _counting_reads(monkeypatch)
+    assert resolve_model(str(config)).num_layers == 32 and resolve_model(str(config)).num_layers == 32
+    config.write_text(json.dumps(data | {"num_hidden_layers": 16}))
+    assert resolve_model(str(config)).num_layers == 16 and len(reads) == 2

@@ -40,12 +40,45 @@ def model_config(model: str) -> tuple[dict[str, Any], str, str]:
         if path.suffix.lower() in (".yaml", ".yml", ".toml"):
             raise InputError("model", model, "is a plan file, not a model; give a plan file as the command's first "
                              "argument (gpuplan train plan.yaml) and a model as a catalog name or a config.json")
-        return load_hf_config(path), model_name_of(path), str(path)
+        return _config_file(path, load_hf_config), model_name_of(path), str(path)
     if hub.is_hub_id(model):
         config, where = hub.fetch_config(model)
         return config, model.rsplit("/", 1)[-1], f"huggingface.co/{model} (config.json, cached at {where})"
     entry = model_entry(model)  # raises: not in the catalog, with suggestions
     return entry["config"], entry["id"], entry["config_source"]
+
+
+CONFIG_FILES_KEPT = 4
+"""config.json files kept read (adapters.hf_config.load_hf_config's dicts, shared read-only as the catalog's configs
+are), by path and content: a command resolves its model 3 or more times (ModelFields.spec, position_limit_of), each
+a whole read and check of the file (a 3.7 MB config.json of 220,000 keys, under the 4 MiB limit: 4.8 s of CPU for
+`memory` where 0.3 s is the norm; hostile wave 29)."""
+_CONFIG_FILES: dict[tuple[str, bytes], dict[str, Any]] = {}
+
+
+def _config_file(path: Path, load) -> dict[str, Any]:
+    """``load(path)`` (load_hf_config), again only when the file's bytes changed (a SHA-256 of them: a rewrite within
+    the file system's timestamp granularity keeps its size and mtime). Anything but a regular file within the size
+    limit goes to ``load`` as it is, for its refusal (a FIFO is never opened here)."""
+    import hashlib
+    import stat
+
+    from gpuplan.adapters.files import MAX_BYTES
+
+    try:
+        file = path / "config.json" if path.is_dir() else path
+        st = file.stat()
+        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_BYTES["config"]:
+            return load(path)
+        key = (str(file.resolve()), hashlib.sha256(file.read_bytes()).digest())
+    except (OSError, ValueError, RuntimeError):  # no such file, a link loop, a NUL: load's own refusal
+        return load(path)
+    if key not in _CONFIG_FILES:
+        config = load(path)  # a refusal is raised, never kept
+        while len(_CONFIG_FILES) >= CONFIG_FILES_KEPT:
+            _CONFIG_FILES.pop(next(iter(_CONFIG_FILES)))
+        _CONFIG_FILES[key] = config
+    return _CONFIG_FILES[key]
 
 
 def model_name_of(path: Path) -> str:
