@@ -316,16 +316,15 @@ def counts_with_alternatives(counts: tuple[int, ...], per_node: int,
     """The counts to search for ``counts`` asked, with the asked count each stands for (an asked
     count stands for itself; an alternative for the asked count it is below; ``smaller(c)``: more counts
     below ``c`` to weigh, each standing for the smallest asked count above it: planner.fallback's
-    exact_batch_counts, for an irregular count only (any irregular count, node-sized or not): a common size
-    that a layout uses whole is the cluster its user has (`train llama-3.1-405b --gpus 16384 --global-batch
-    2048` stays on 16,384, not the 14,336 the step model times 6% faster; where no layout uses it,
-    planner.fallback weighs them))."""
+    exact_batch_counts, a common size's too since session 25 (where a layout used it, it was planned whole:
+    `plan llama-3.1-8b --gpu h100 --global-batch 1000` answered 0.231 days on 1,024 asked, 0.123 on 1,000; more
+    GPUs asked must never answer slower, the rest left idle))."""
     asked_of: dict[int, int] = {c: c for c in counts}
     for c in counts:
         for alt in alternative_counts(c, per_node):
             asked_of.setdefault(alt, c)
     for c in sorted(counts) if smaller is not None else ():
-        for below in smaller(c) if not is_common_size(c) else ():
+        for below in smaller(c):
             asked_of.setdefault(below, c)
     searched = tuple(sorted(asked_of))
     return searched, np.array([asked_of[c] for c in searched], dtype=np.int64)
@@ -391,7 +390,7 @@ def best_plan(ev: Evaluator, gpus: int, target_batch: float, max_tp: int, limits
             break  # layouts exist but none fits: fewer GPUs hold more per GPU
     if not len(tables[0][1]):  # no layout at all on the count asked (a rule, not memory): plan's reason
         raise (rule_refusal(ev.spec, (gpus,), ev.memory.seq_len, target_batch, max_tp, limits)  # + the shard group
-               or no_layout_error(limits, (gpus,)))
+               or no_layout_error(limits, (gpus,), target_batch))
     enough = smallest_fitting_count(ev, gpus, target_batch, max_tp, limits)
     refused = NoLayoutFits("gpus", gpus, f"no layout fits {ev.cluster.gpu.name} on {plural(gpus, 'GPU')} or fewer "
                            f"(tried {', '.join(f'{c:,}' for c in sorted(tried, reverse=True)[:6])}); "
@@ -400,11 +399,11 @@ def best_plan(ev: Evaluator, gpus: int, target_batch: float, max_tp: int, limits
     raise refused
 
 
-def no_layout_error(limits: SpaceLimits | None, counts: tuple[int, ...]) -> InputError:
-    """Why the search found no layout at all on ``counts`` GPUs (rather than none that fits): the
-    degrees given need more GPUs, or a rule (Megatron-Core's interleaved schedule needs a multiple of
-    pp micro-batches per step, megatron/core/pipeline_parallel/schedules.py) leaves none. One message
-    for plan, train and budget."""
+def no_layout_error(limits: SpaceLimits | None, counts: tuple[int, ...], batch: float | None = None) -> InputError:
+    """Why the search found no layout at all on ``counts`` GPUs (rather than none that fits): the degrees given need
+    more GPUs, or a rule (Megatron-Core's interleaved schedule needs a multiple of pp micro-batches per step,
+    megatron/core/pipeline_parallel/schedules.py) leaves none: named by --global-batch where one was given (``batch``,
+    sequences; `memory`'s field, jobs.memory.schema), else --gpus. One message for plan, train and budget."""
     fixed = {k: v for k, v in (limits.fixed if limits else {}).items() if k in ("tp", "pp", "cp")}
     needed = int(np.prod(list(fixed.values()))) if fixed else 1
     if needed > max(counts):  # the degrees given already need more GPUs than asked
@@ -413,8 +412,10 @@ def no_layout_error(limits: SpaceLimits | None, counts: tuple[int, ...]) -> Inpu
                           f"needs at least {needed:,} GPUs; --gpus gave at most {max(counts):,}")
     interleaved = limits is not None and limits.fixed.get("vpp", 1) > 1 and (
         limits.interleaved_needs_pp_micro_batches or limits.combined_1f1b)
-    rule = "a multiple of pp" if limits is not None and limits.combined_1f1b else "at least pp"
-    return InputError("gpus", ",".join(map(str, counts)), "no layout can use these GPU counts (or any smaller "
-                      "usable count) for this model" + (" with the degrees given" if limits and limits.fixed else "")
-                      + (f"; Megatron-Core's interleaved schedule needs {rule} micro-batches per step "
-                         "(global batch / (dp x micro-batch))" if interleaved else ""))
+    why = (f"; Megatron-Core's interleaved schedule needs {'a multiple of' if limits.combined_1f1b else 'at least'} "
+           "pp micro-batches per step (global batch / (dp x micro-batch))") if interleaved else ""
+    if interleaved and batch and limits.exact_batch:  # the batch given is what the rule refuses: memory's field
+        return InputError("global_batch", int(batch) if batch == int(batch) else batch, "no layout on " + " or ".join(
+            map(str, counts)) + f" GPUs with the degrees given runs it{why}; give such a global batch, or fewer stages")
+    return InputError("gpus", ",".join(map(str, counts)), "no layout can use these GPU counts (or any smaller usable "
+                      "count) for this model" + (" with the degrees given" if limits and limits.fixed else "") + why)
