@@ -6,8 +6,8 @@
    one FP8 switch; a --dtype stated otherwise is refused naming recipe, as before.
 2. `--ep-a2a-overlap` was a train / plan / budget option only, so `gpuplan memory` could not give the MoE peak train
    printed as "`gpuplan memory` of this layout gives the same". memory takes it (the one field and rules,
-   schema.training_fields.EpA2aOverlap / check_combined_1f1b): with a pipeline one more interleaved warm-up chunk
-   (Megatron-Core schedules.py get_pp_rank_microbatches: num_warmup_microbatches + 1), at pp 1 no change.
+   schema.training_fields.EpA2aOverlap / check_combined_1f1b): one layer's activations more, with a pipeline or not
+   (the warm-up's extra chunk is the one a plain 1F1B holds at its first backward; core.memory.activations).
 3. train's "`gpuplan memory` of this layout gives the same" held only at train's batch: memory's default is one
    micro-batch a rank, train's 4M tokens (llama-3.1-8b on 64 H100, dp32 pp2 vpp8: 42.76 GiB at 1,024 sequences,
    35.31 GiB at memory's 32). The note names the batch (--global-batch N), and memory's answer states its batch and,
@@ -130,18 +130,23 @@ def _trains_layout(ask: dict) -> tuple[float, dict]:
     return report.value("mem_peak_allocated"), fixed | layout
 
 
-def test_memory_ep_a2a_overlap_one_more_warmup_chunk_by_hand():
+def test_memory_ep_a2a_overlap_one_layer_more_by_hand():
     """pp 2 x vpp 2 on stage 0: Megatron-Core's warm-up runs w = 2 (pp - 1) + (v - 1) pp = 4 chunks and holds w + 1 =
-    5 at the first backward, 5 / v = 2.5 micro-batches' worth; the combined 1F1B adds one chunk: 6 / 2 = 3. The
-    activations grow by 3 / 2.5 = 1.2 exactly, and nothing else moves; at pp 1 one micro-batch either way."""
+    5 at the first backward, 5 / v = 2.5 micro-batches' worth; the combined 1F1B warms up 5 and then runs each
+    forward beside a backward layer by layer (model_chunk_schedule_plan.py@d98e8a64 L553-586): 5 chunks and one of
+    the stage's 48 / 2 = 24 layers, 2.5 + 1 / 24 (it counted 6 / 2 = 3: 50.23 GiB where 48.02 now, 47.82 without).
+    At pp 1 (8 GPUs, cp 2, dp 4: 12 micro-batches) one micro-batch and one of 48 layers. Nothing else moves."""
     on = estimate_memory(MemoryInputs(**MOE_ASK, ep_a2a_overlap=True))
     off = estimate_memory(MemoryInputs(**MOE_ASK))
-    assert on.value("peak_activations") / off.value("peak_activations") == pytest.approx(6 / 5, rel=1e-12)
+    assert on.value("peak_activations") / off.value("peak_activations") == pytest.approx((2.5 + 1 / 24) / 2.5,
+                                                                                         rel=1e-12)
     assert on.value("peak_allocated") - off.value("peak_allocated") == pytest.approx(
         on.value("peak_activations") - off.value("peak_activations"), rel=1e-12)
     flat = dict(MOE_ASK, gpus=8, pp=1, vpp=1)
-    assert estimate_memory(MemoryInputs(**flat, ep_a2a_overlap=True)).value("peak_allocated") == \
-        estimate_memory(MemoryInputs(**flat)).value("peak_allocated")
+    on, off = estimate_memory(MemoryInputs(**flat, ep_a2a_overlap=True)), estimate_memory(MemoryInputs(**flat))
+    assert on.value("peak_activations") / off.value("peak_activations") == pytest.approx(49 / 48, rel=1e-12)
+    assert on.value("peak_allocated") - off.value("peak_allocated") == pytest.approx(
+        on.value("peak_activations") - off.value("peak_activations"), rel=1e-12)
 
 
 @pytest.mark.parametrize("ask", [

@@ -401,20 +401,20 @@ def outside_layer_bytes(spec: ModelSpec, *, impl: str = "hf", compute_bytes: int
     return OutsideLayers(saved=final_norm + compute_bytes * v + FP32 * v + softcap, backward_temp=2 * FP32 * v)
 
 
-def pipeline_micro_batches_in_flight(pp: int, vpp: int, micro_batches: int, stage=0, combined_1f1b=False) -> float:
-    """Micro-batches' worth of a stage's activations pipeline ``stage`` holds at once.
+def pipeline_micro_batches_in_flight(pp, vpp, micro_batches, stage=0, combined_1f1b=False, stage_layers=1) -> float:
+    """Micro-batches' worth of a stage's activations pipeline ``stage`` holds at once (degrees: ints or arrays).
 
     1F1B: stage i holds pp - i (Narayanan et al. 2021, Sec. 2.2); interleaved with v virtual stages, Megatron-Core's
-    warm-up runs w = 2 (pp - i - 1) + (v - 1) pp model chunks on rank i (microbatch_group_size_per_vp_stage = pp
-    by default; pipeline_parallel/schedules.py get_pp_rank_microbatches, core_v0.14.0 L733-734, the same at
+    warm-up runs w = 2 (pp - i - 1) + (v - 1) pp model chunks on rank i (microbatch_group_size_per_vp_stage = pp by
+    default; pipeline_parallel/schedules.py get_pp_rank_microbatches, core_v0.14.0 L733-734, the same at
     core_v0.13.1 and core_v0.19.0) and holds w + 1 chunks of L / (pp v) layers at the first steady-state backward:
     (w + 1) / v stages' worth, pp (1 + (pp - 1) / (pp v)) on the first (Korthikanti et al. 2022, Sec. 4.2.3) and
-    pp - (pp - 1) / v on the last. Never more than the step has (warm-up capped at all m v chunks).
-    ``combined_1f1b`` (--overlap-moe-expert-parallel-comm): one more warm-up chunk, so that each steady-state
-    step's forward and backward are independent (schedules.py@core_v0.14.0 L735-739; interleaved only: with a
-    pipeline the combined schedule needs virtual stages, planner.framework_rules.combined_1f1b_runs).
-    """
-    warmup_chunks = 2 * (pp - stage - 1) + (vpp - 1) * pp + np.asarray(combined_1f1b, dtype=float)
-    interleaved = (warmup_chunks + 1) / np.maximum(vpp, 1)
-    in_flight = np.where(pp == 1, 1.0, np.where(vpp > 1, interleaved, np.maximum(1.0, pp - stage)))
+    pp - (pp - 1) / v on the last; never more than the step has (warm-up capped at all m v chunks). Combined 1F1B
+    (--overlap-moe-expert-parallel-comm) warms up w + 1 chunks (schedules.py@d98e8a64 L964-970), then runs chunk
+    k + w + 1's forward layer j fused with chunk k's backward layer L' - 1 - j, whose nodes free their state
+    (model_chunk_schedule_plan.py@d98e8a64 L553-586, utils.py ScheduleNode._backward): w + 1 chunks + one layer
+    (of ``stage_layers``); pp 1 one micro-batch + one layer (combined_1f1b.py@d98e8a64 L97-117)."""
+    extra = np.asarray(combined_1f1b, dtype=float) / np.maximum(stage_layers, 1)  # one layer, in stages' worth
+    interleaved = (2 * (pp - stage - 1) + (vpp - 1) * pp + 1) / np.maximum(vpp, 1) + extra
+    in_flight = np.where(pp == 1, 1.0 + extra, np.where(vpp > 1, interleaved, np.maximum(1.0, pp - stage)))
     return np.minimum(in_flight, micro_batches * 1.0)

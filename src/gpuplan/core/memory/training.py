@@ -144,7 +144,7 @@ class MemorySettings:
     fp8_any_layout_gemm: bool = False  # FP8 GEMMs take any layout (sm_100): core.memory.recipe_facts.weight_copies
     fsdp_float8_all_gather: bool = False  # torchtitan's FSDP2 float8 all-gather: unsharded matrices at 1 B (core.memory.float8_gather)
     moe_keeps_expert_output: bool = False  # core <= 0.12 (activations.unsaved_expert_output_bytes)
-    ep_a2a_overlap: bool = False  # Megatron's combined 1F1B: one more interleaved warm-up chunk (activations)
+    ep_a2a_overlap: bool = False  # Megatron's combined 1F1B: one layer's activations more (fused steady steps)
     embedding_loss_slots: bool = False
     """Megatron's account_for_embedding_in_pipeline_split + account_for_loss_in_pipeline_split: the first
     and last pipeline stages hold one decoder layer fewer (core.memory.model_states.slot_stage_span)."""
@@ -308,8 +308,8 @@ def stage_memory_parts(spec: ModelSpec, layout: ParallelLayout, settings: Memory
     else:
         per_token = _saved_per_token(spec, layout, settings, params, kw)
     per_token = per_token * (1 - RF.offloaded_share(settings.offload_layers, params.layers))
-    micro_batches = layout.micro_batches_per_step
-    in_flight = A.pipeline_micro_batches_in_flight(layout.pp, layout.vpp, micro_batches, stage, settings.ep_a2a_overlap)
+    micro_batches, combined = layout.micro_batches_per_step, settings.ep_a2a_overlap  # combined 1F1B: + one layer
+    in_flight = A.pipeline_micro_batches_in_flight(layout.pp, layout.vpp, micro_batches, stage, combined, params.layers)
     activations = per_token * tokens * in_flight * settings.activation_scale
     fold, fold_temp = 0.0, 0.0
     if settings.finetune != "full" and peft_counts_experts(settings):  # peft's rebuilt expert weights (core.memory.lora_moe)

@@ -67,7 +67,7 @@ class MemoryInputs(ModelFields, LayoutFields, SetupFields):
     comm_buffer_gib: Annotated[V.Gib | None, _f(None, "NCCL buffers per communicator in use, GiB per GPU.",
                                                 "by GPU type and group size")]
     ep_dispatcher: V.EpDispatcher
-    ep_a2a_overlap: EpA2aOverlap  # train's field: one more interleaved warm-up chunk (jobs.memory.settings reads it)
+    ep_a2a_overlap: EpA2aOverlap  # train's field: one layer more (combined 1F1B; jobs.memory.settings reads it)
     flex_backend: TE.FlexBackend  # plan's field: the same default (DeepEP), so both count the same buffers
     calibration: V.Calibration
 

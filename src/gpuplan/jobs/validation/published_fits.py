@@ -90,7 +90,7 @@ def recipe_memory_fields(run: dict[str, Any]) -> dict[str, Any]:
     - ep_dispatcher flex: the row's moe_comm (dispatcher flex, read per row): HybridEP's buffers instead of
       NCCL all-to-all's (core.memory.device_memory.hybrid_ep_bytes), DeepEP's where its backend names DeepEP
       (flex_backend deepep: core.memory.deep_ep).
-    - ep_a2a_overlap: the row's moe_comm.a2a_overlap (read per row): one more interleaved warm-up chunk.
+    - ep_a2a_overlap: the row's moe_comm.a2a_overlap (read per row): one layer's activations more.
     - offload_layers: the row's cpu_offloading_num_layers (read per row, cited in its derived map).
     - allocator expandable: PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True in the launch (expandable_segments).
     """
@@ -106,7 +106,7 @@ def recipe_memory_fields(run: dict[str, Any]) -> dict[str, Any]:
     if moe_comm.get("dispatcher") == "flex":  # HybridEP's, or DeepEP's buffers (published_throughput.flex_backend)
         fields["ep_dispatcher"] = "flex"
         fields["flex_backend"] = flex_backend(moe_comm)  # stated either way: plan's default is DeepEP
-    if moe_comm.get("a2a_overlap"):  # overlap_moe_expert_parallel_comm: the combined 1F1B's extra warm-up chunk
+    if moe_comm.get("a2a_overlap"):  # overlap_moe_expert_parallel_comm: the combined 1F1B's fused layer
         fields["ep_a2a_overlap"] = True
     if run.get("cpu_offloading_num_layers"):
         fields["offload_layers"] = run["cpu_offloading_num_layers"]
