@@ -334,7 +334,7 @@ def _f(default: Any, help: str, shown: str | None = None) -> Any:
 EpA2aOverlap = Annotated[T.Bool, _f(False, "MoE all-to-all under Megatron-Core's combined 1F1B schedule "
                                           "(--overlap-moe-expert-parallel-comm): each dispatch / combine runs beside "
                                           "the other micro-batch's compute, phase by phase; replaces --ep-overlap. "
-                                          "Memory: one more interleaved warm-up chunk with a pipeline.")]
+                                          "Memory: one layer's activations more.")]
 """StepFields' and memory's (jobs.memory.schema) field: the one MemorySettings.ep_a2a_overlap both doors read."""
 
 
