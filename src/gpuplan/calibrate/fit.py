@@ -235,7 +235,8 @@ def _reference(rows: list[_Row]) -> Reference:
     e_attn = S.attention_efficiency(first)
     return Reference(gpus=gpus, models=tuple(dict.fromkeys(r.m.model for r in rows)),
                      gemm_dim=statistics.median(P.gemm_dimension(r.case) for r in timed), attention_efficiency=e_attn,
-                     framework=timed[0].m.framework, environment=dict(timed[0].m.environment))
+                     framework=timed[0].m.framework, environment=dict(timed[0].m.environment),
+                     dtype=", ".join(dict.fromkeys(r.m.dtype for r in timed)))
 
 
 PLAUSIBLE_RATIO = (0.5, 2.0)

@@ -85,6 +85,9 @@ class Reference:
     """The framework the measurements ran ('hf' for trials); '' in files before schema 2."""
     environment: dict = field(default_factory=dict)
     """Device, GPU, torch / transformers / peft versions of the (first) measurement."""
+    dtype: str = ""
+    """The compute dtype the factors were fitted at (the measurements' --dtype, or --recipe fp8's: fp8), ', '-joined
+    where they differ; '' in files before session 25. A plan at another dtype is told (jobs.calibration_notice)."""
 
 
 @dataclass(frozen=True)

@@ -97,7 +97,8 @@ def calibrated_vs_default_lines(cal: Calibration, warning: str = "") -> tuple[Li
                       f"{DEFAULT_SCALE_UP_EFFICIENCY / k:.0%} / {DEFAULT_SCALE_OUT_EFFICIENCY / k:.0%} calibrated",
                       "default / communication factor"))
     lines.append(Line("cal_reference", "measured on", ", ".join(ref.gpus),
-                      text=f"{', '.join(ref.gpus)}; models {', '.join(ref.models)}"))
+                      text=f"{', '.join(ref.gpus)}; models {', '.join(ref.models)}"
+                           + (f"; fitted at dtype {ref.dtype}" if ref.dtype else "")))  # Reference.dtype (s25)
     return tuple(lines)
 
 

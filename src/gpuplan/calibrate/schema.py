@@ -55,6 +55,19 @@ class CalibrateInputs(JobInputs):
     target_gpus: Annotated[V.Gpus | None, _f(None, "Also extrapolate the first GPU measurement to this many GPUs "
                                                    "(weak scaling), default vs calibrated.", "none")]
 
+    @property
+    def recipe_name(self) -> str | None:
+        """The recipe given (None: the log format's, calibrate.measurement.LOG_DEFAULTS, none of which is fp8)."""
+        return self.recipe
+
+    def follow_model(self) -> "CalibrateInputs":
+        """--dtype left out follows --recipe as at train / plan / memory / budget (schema.precision_rules.follow_recipe:
+        `--recipe fp8` fits at fp8, so a calibration made with train's flags is fitted at the dtype train computes in)."""
+        from gpuplan.schema.precision_rules import follow_recipe
+
+        follow_recipe(self)
+        return self
+
     def log_context(self):
         """What the logs do not say, from the options given (the rest: the log format's defaults)."""
         from gpuplan.calibrate.measurement import LogContext
@@ -62,5 +75,5 @@ class CalibrateInputs(JobInputs):
         given = self.given
         kw = {name: getattr(self, name) for name in ("model", "gpu", "gpus", "tp", "pp", "ep", "zero", "micro_batch",
                                                      "global_batch", "seq_len", "recipe", "recompute", "dtype")
-              if name in given and getattr(self, name) is not None}
+              if (name in given or name == "dtype") and getattr(self, name) is not None}  # dtype: follow_model's
         return LogContext(**kw)
