@@ -16,6 +16,7 @@ from gpuplan.jobs.training.timing import Flops, TimeEstimate
 from gpuplan.report.model import Assumption, Line, Section
 from gpuplan.schema import tpu_rules as X
 from gpuplan.schema.partition_activations import partition_activations_assumption
+from gpuplan.schema.precision_rules import followed_recipe
 from gpuplan.schema.shard_group import shard_group_assumption
 from gpuplan.schema.tp_comm_dtype import tp_comm_dtype_assumption
 
@@ -288,7 +289,8 @@ def assumptions(inputs: TrainingInputs, gpu, peak: float, time: TimeEstimate,
                    "article: 20% for restarts, tuning, hardware failures", "--contingency",
                    inputs.contingency != DEFAULT_CONTINGENCY),
         Assumption("peak", f"dense {inputs.dtype} peak", f"{peak / 1e12:.4g} TFLOP/s",
-                   "; ".join(gpu.sources[:1]) or "hardware catalog", "--gpu / --dtype", "dtype" in inputs.given),
+                   "; ".join(gpu.sources[:1]) or "hardware catalog", "--gpu / --dtype", "dtype" in inputs.given
+                   or followed_recipe(inputs)),  # --recipe fp8 set the dtype (schema.precision_rules.follow_recipe)
         Assumption("layout", "layout", "your degrees" if inputs.layout_given else "the planner's best",
                    "gpuplan plan on these GPUs (docs/step.md)", "--tp / --pp / --vpp / --cp / --ep / --zero / "
                    "--micro-batch / --recompute / --recompute-modules / --recompute-layers", inputs.layout_given),
