@@ -50,7 +50,8 @@ def test_fixed_combined_layout_without_whole_groups_is_one_line_exit_2(capsys):
             "--pp", "2", "--vpp", "12", "--cp", "1", "--ep", "8", "--micro-batch", "1", "--global-batch"]
     assert main(args + ["24"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and err[0].startswith("error: gpus: got ") and "a multiple of pp micro-batches" in err[0]
+    assert len(err) == 1 and err[0].startswith("error: global_batch: got 24; ") and "a multiple of pp micro-batches" \
+        in err[0]  # the batch, as `memory` names it (session 25: it named gpus)
     assert main(args + ["64"]) == 0
 
 
@@ -72,7 +73,7 @@ def test_train_and_budget_give_plans_reason_when_no_layout_exists(capsys, job, d
             "--micro-batch", "1", *degrees]
     assert main(args) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and err[0].startswith("error: gpus: got ")
+    assert len(err) == 1 and err[0].startswith(f"error: global_batch: got {degrees[-1]}; ")  # memory's field (s25)
     assert f"needs {rule} micro-batches per step" in err[0] and "fits" not in err[0]
 
 

@@ -161,7 +161,7 @@ def test_refusals_after_the_schema_name_the_plan_file(run_cli, tmp_path):
     code, _, err = run_cli("infer", plan, "--pp", "abc")
     assert code == 2 and err.startswith(f"error: {plan}: pp: got 'abc'; "), err
     # a training job's post-schema refusal (the GPU's peaks)
-    plan = _plan(tmp_path, "params: 7B\ngpu: v100\n")
+    plan = _plan(tmp_path, "params: 7B\ngpu: v100\ndtype: bf16\n")  # typed: --dtype left out names gpu (s25)
     code, _, err = run_cli("train", plan)
     assert code == 2 and err.startswith(f"error: {plan}: dtype: got 'bf16'; "), err
     # without a plan file: no prefix
@@ -176,7 +176,8 @@ def test_a_plan_file_named_with_a_tab_is_named_once(run_cli, tmp_path):
     path = tmp_path / "t\tb.yaml"
     shown = str(path).replace("\t", "\\u0009")
     for text, field in (("model: llama-3-8b\ngpu: h100\ngpus: 8\ntp: abc\n", "tp: got 'abc'; "),
-                        ("params: 7B\ngpu: v100\n", "dtype: got 'bf16'; ")):
+                        ("params: 7B\ngpu: v100\ndtype: bf16\n", "dtype: got 'bf16'; "),
+                        ("params: 7B\ngpu: v100\n", "gpu: got 'v100'; ")):  # the schema's, --dtype left out (s25)
         path.write_text(text)
         code, _, err = run_cli("train", str(path))
         assert code == 2 and err.startswith(f"error: {shown}: {field}") and err.count(".yaml") == 1, err

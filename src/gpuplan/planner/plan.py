@@ -401,9 +401,8 @@ def best_plan(ev: Evaluator, gpus: int, target_batch: float, max_tp: int, limits
 
 def no_layout_error(limits: SpaceLimits | None, counts: tuple[int, ...], batch: float | None = None) -> InputError:
     """Why the search found no layout at all on ``counts`` GPUs (rather than none that fits): the degrees given need
-    more GPUs, or a rule (Megatron-Core's interleaved schedule needs a multiple of pp micro-batches per step,
-    megatron/core/pipeline_parallel/schedules.py) leaves none: named by --global-batch where one was given (``batch``,
-    sequences; `memory`'s field, jobs.memory.schema), else --gpus. One message for plan, train and budget."""
+    more GPUs, or a rule (Megatron-Core's interleaved schedule needs a multiple of pp micro-batches a step,
+    megatron/core/pipeline_parallel/schedules.py) leaves none: named by a --global-batch given (``batch``), else gpus."""
     fixed = {k: v for k, v in (limits.fixed if limits else {}).items() if k in ("tp", "pp", "cp")}
     needed = int(np.prod(list(fixed.values()))) if fixed else 1
     if needed > max(counts):  # the degrees given already need more GPUs than asked

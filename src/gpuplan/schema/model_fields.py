@@ -12,7 +12,7 @@ from gpuplan.errors import InputError
 from gpuplan.schema import types as T
 from gpuplan.schema import vocabulary as V
 from gpuplan.schema.base import JobInputs
-from gpuplan.schema.precision_rules import follow_recipe
+from gpuplan.schema.precision_rules import check_default_dtype, follow_recipe
 from gpuplan.schema.tpu_rules import follow_device
 from gpuplan.schema.vendor_rules import check_vendor_options
 
@@ -63,6 +63,7 @@ class ModelFields(JobInputs):
         follow_position_limit(self)
         follow_device(self)
         follow_recipe(self)  # --dtype left out: the compute dtype --recipe names (fp8), schema.precision_rules
+        check_default_dtype(self)  # --dtype left out on a --gpu without bf16: refused naming gpu, the option typed
         check_vendor_options(self)
         return self
 

@@ -41,8 +41,32 @@ def follow_recipe(inputs: Any) -> None:
     from gpuplan.schema.device_rules import accelerator
 
     if (gpu := accelerator(getattr(inputs, "gpu", None))) is not None:  # a part without the dtype: refused naming
+        if "gpu" not in inputs.model_fields_set and not gpu.has_dtype(dtype):  # memory's default a100, never typed
+            raise InputError("recipe", recipe, f"computes in {dtype}, which the default --gpu ({gpu.name}; --gpu not "
+                             f"given) has no path for: give --gpu with {dtype} (e.g. h100), or another --recipe")
         check_recipe_runs_on(recipe, gpu)  # recipe, the option typed (not 'dtype: got fp8', never typed)
     inputs.__dict__["dtype"] = dtype  # frozen for callers; set once
+
+
+def check_default_dtype(inputs: Any) -> None:
+    """--dtype left out (and not set by --recipe): a --gpu without a path for the default dtype is refused naming gpu,
+    the option typed, with the dtypes it has (`plan --gpu v100` said "dtype: got 'bf16'", a value never typed). Run
+    by ModelFields.follow_model after follow_recipe, for the job schemas with both fields (train, budget, plan,
+    memory); a --dtype typed keeps its own refusal (core.hardware.Accelerator.peak)."""
+    fields = type(inputs).model_fields
+    if "dtype" not in fields or "recipe" not in fields or "dtype" in inputs.model_fields_set or \
+            "gpu" not in inputs.model_fields_set or followed_recipe(inputs):
+        return
+    from gpuplan.schema.device_rules import accelerator
+
+    gpu = accelerator(inputs.gpu)
+    if gpu is None or gpu.has_dtype(inputs.dtype):
+        return
+    from gpuplan.schema.vocabulary import DTYPES
+
+    have = [d for d, _ in gpu.peak_flops if d in DTYPES]  # --dtype's choices (not int8)
+    raise InputError("gpu", inputs.gpu, f"{gpu.name} has no {inputs.dtype} path, the compute dtype when --dtype is not "
+                     f"given: give --dtype {' or '.join(have[:2])} (it has {', '.join(have)}), or another --gpu")
 
 
 def followed_recipe(inputs: Any) -> bool:

@@ -351,8 +351,8 @@ def check_combined_1f1b(inputs: Any, ep: int | None) -> None:
                          "all-to-all")
     pp, vpp = getattr(inputs, "pp", None), getattr(inputs, "vpp", None)  # memory: a vpp not given is 1
     if (pp or 1) > 1 and (vpp or 1) == 1 and (vpp is not None or getattr(inputs, "unstated_degrees_are_one", False)):
-        raise InputError("vpp", vpp or 1, f"--ep-a2a-overlap (Megatron-Core's combined 1F1B) runs a pipeline only "
-                         f"interleaved: give --vpp 2 or more with --pp {pp}, or --pp 1")
+        raise InputError(*(("vpp", vpp) if vpp else ("ep_a2a_overlap", True)), f"--ep-a2a-overlap (Megatron-Core's "
+                         f"combined 1F1B) runs a pipeline only interleaved: give --vpp 2 or more with --pp {pp}, or --pp 1")
     if getattr(inputs, "recompute_given", None) in COMBINED_1F1B_REFUSED_RECOMPUTE:
         name = "recompute" if getattr(inputs, "recompute", None) is not None else "recompute_layers"
         raise InputError(name, getattr(inputs, name), "Megatron-Core refuses full recompute under --ep-a2a-overlap "

@@ -334,7 +334,7 @@ def search_on(inputs, ev: Evaluator, exhaustive: bool = False, progress=None) ->
     seconds = time.perf_counter() - start
     if not len(table):
         raise (rule_refusal(ev.spec, tuple(counts), ev.memory.seq_len, target, max_tp(ev), limits)
-               or no_layout_error(limits, tuple(counts)))
+               or no_layout_error(limits, tuple(counts), target))
     fitting = table.take(table["fits"])
     if not len(fitting):
         best = int(np.nanargmin(table["total_bytes"]))
