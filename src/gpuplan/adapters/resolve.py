@@ -48,37 +48,16 @@ def model_config(model: str) -> tuple[dict[str, Any], str, str]:
     return entry["config"], entry["id"], entry["config_source"]
 
 
-CONFIG_FILES_KEPT = 4
-"""config.json files kept read (adapters.hf_config.load_hf_config's dicts, shared read-only as the catalog's configs
-are), by path and content: a command resolves its model 3 or more times (ModelFields.spec, position_limit_of), each
-a whole read and check of the file (a 3.7 MB config.json of 220,000 keys, under the 4 MiB limit: 4.8 s of CPU for
-`memory` where 0.3 s is the norm; hostile wave 29)."""
-_CONFIG_FILES: dict[tuple[str, bytes], dict[str, Any]] = {}
-
-
 def _config_file(path: Path, load) -> dict[str, Any]:
-    """``load(path)`` (load_hf_config), again only when the file's bytes changed (a SHA-256 of them: a rewrite within
-    the file system's timestamp granularity keeps its size and mtime). Anything but a regular file within the size
-    limit goes to ``load`` as it is, for its refusal (a FIFO is never opened here)."""
-    import hashlib
-    import stat
-
-    from gpuplan.adapters.files import MAX_BYTES
+    """``load(path)`` (load_hf_config) of a config.json or a folder's, read once while its bytes are unchanged
+    (adapters.read_once: a command looks its model up 3 or more times, each a whole read and check of the file)."""
+    from gpuplan.adapters.read_once import read_once
 
     try:
         file = path / "config.json" if path.is_dir() else path
-        st = file.stat()
-        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_BYTES["config"]:
-            return load(path)
-        key = (str(file.resolve()), hashlib.sha256(file.read_bytes()).digest())
-    except (OSError, ValueError, RuntimeError):  # no such file, a link loop, a NUL: load's own refusal
+    except (OSError, ValueError):
         return load(path)
-    if key not in _CONFIG_FILES:
-        config = load(path)  # a refusal is raised, never kept
-        while len(_CONFIG_FILES) >= CONFIG_FILES_KEPT:
-            _CONFIG_FILES.pop(next(iter(_CONFIG_FILES)))
-        _CONFIG_FILES[key] = config
-    return _CONFIG_FILES[key]
+    return read_once(file, "config", lambda: load(path))
 
 
 def model_name_of(path: Path) -> str:
@@ -109,7 +88,25 @@ def resolve_model(model: str | None = None, params: str | float | None = None,
         raise InputError("model", model, "give a catalog name (see `gpuplan catalog models`), "
                          "a Hugging Face id, a config.json path, or --params such as 7B")
     config, name, source = model_config(model)
-    return spec_of_config(config, name, source, model_type, checkpoint_format=checkpoint_format)
+    key = (id(config), name, source, model_type, checkpoint_format)
+    kept = _SHARED_SPECS.get(key)
+    if kept is not None and kept[0] is config:  # the same shared config object: its spec, without its JSON key
+        return kept[1]
+    spec = spec_of_config(config, name, source, model_type, checkpoint_format=checkpoint_format)
+    try:
+        while len(_SHARED_SPECS) >= SPECS_KEPT:
+            _SHARED_SPECS.pop(next(iter(_SHARED_SPECS)), None)
+    except (RuntimeError, StopIteration):  # another thread's change meanwhile (the web API's estimates run in threads)
+        pass
+    _SHARED_SPECS[key] = (config, spec)  # the config held: its id is not reused while kept
+    return spec
+
+
+_SHARED_SPECS: dict[tuple, tuple[dict[str, Any], ModelSpec]] = {}
+"""resolve_model's specs by the identity of model_config's dict, which is shared and read-only (a catalog entry's
+config, a config.json kept by _config_file): spec_of_config's key is the config's JSON text, written and read back on
+every call (0.65 s a call for a 3.7 MB config.json: a 16-stage campaign resolved it 80 times, 41 s; hostile wave
+29). A pasted config (web.service) goes to spec_of_config itself."""
 
 
 SPECS_KEPT = 16

@@ -67,8 +67,11 @@ def _calibration(value: Any, info) -> Any:
                                      "a Calibration as `gpuplan calibrate` fits it or load_calibration reads it")  # 18)
     if isinstance(value, dict):  # quoted as what it is ('calibration: got 'calibration'' said nothing: wave 26)
         return calibration_from_dict(value, "the JSON document")
-    if isinstance(value, str):
-        return load_calibration(T.name(value, info))
+    if isinstance(value, str):  # read once while unchanged: a campaign's stages each name it (adapters.read_once)
+        from gpuplan.adapters.read_once import read_once
+
+        path = T.name(value, info)
+        return read_once(path, "calibration", lambda: load_calibration(path))
     raise InputError("calibration", type(value).__name__, "expected a calibration file path or its JSON document")
 
 
