@@ -135,3 +135,13 @@ def test_combined_1f1b_batch_rule_names_global_batch_at_every_door(run_cli, job)
            "--micro-batch", "1", "--global-batch", "24", "--cp", "1", "--tp", "1")
     tokens = () if job == "memory" else ("--tokens", "1T")
     field_refusal(run_cli(job, *ask, *tokens), "global_batch", "got 24; ")
+
+
+def test_a_compared_part_without_the_default_dtype_says_it_is_the_default(run_cli):
+    """memory --compare v100 with --dtype left out said 'no bf16 path for --dtype bf16', a flag never typed."""
+    err = field_refusal(run_cli("memory", "llama-3.1-8b", "--compare", "v100"), "compare",
+                        "got 'v100'; NVIDIA Tesla V100 SXM2 32GB has no bf16 path, the compute dtype when --dtype is "
+                        "not given (it has fp16, fp32)")
+    assert "--dtype bf16" not in err
+    field_refusal(run_cli("memory", "llama-3.1-8b", "--compare", "v100", "--dtype", "bf16"), "compare",
+                  "has no bf16 path for --dtype bf16")

@@ -91,9 +91,10 @@ class MemoryInputs(ModelFields, LayoutFields, SetupFields):
                                  f"(it has {', '.join(d for d, _ in part.peak_flops)}): leave it out, or choose "
                                  "another --recipe")
             gap = dtype_gap(part, self.dtype, self.fp8_recipe)  # the rule --gpu meets (precision_rules)
-            if gap is not None:
+            if gap is not None:  # a dtype not typed is said as the default it is (not '--dtype bf16', never typed)
                 what = "MX block-scaled tensor cores for --fp8-recipe mxfp8" if gap == "mx" else \
-                    f"{self.dtype} path for --dtype {self.dtype}"
+                    f"{self.dtype} path for --dtype {self.dtype}" if "dtype" in self.given else \
+                    f"{self.dtype} path, the compute dtype when --dtype is not given"
                 raise InputError("compare", name, f"{part.name} has no {what} (it has "
                                  f"{', '.join(d for d, _ in part.peak_flops)}): leave it out, or choose another "
                                  f"--{'dtype' if gap == 'dtype' else 'fp8-recipe'}")
