@@ -45,7 +45,9 @@ FEW_SEQUENCES_COUNTS_MAX = 4096
 ask has 1,419 up to 8,191); past it none, as EXACT_BATCH_COUNTS_MAX. The cost, measured whole process (review R2 S1,
 session 24; before -> after this rule, same CPU): qwen3-30b-a3b h100 seq 65,536 `plan --gpus 8191` 0.39 -> 4.0 s,
 `--gpus 3000` 0.86 -> 4.5 s; deepseek-v3 h200 seq 131,072 `--gpus 10000` 0.35 -> 3.5 s (same answer); llama-3.1-8b
-a100 seq 131,072 `--gpus 3000` 0.60 -> 1.7 s. Long-context asks on many GPUs pay it; the README asks do not."""
+a100 seq 131,072 `--gpus 3000` 0.60 -> 1.7 s. Long-context asks on many GPUs pay it; the README asks do not. Since
+session 25 the failure plans of its ~11,000 (count, writers) groups are worked out over arrays (jobs/plan/failure_plans):
+4.4 -> 3.2 s, 3.5 -> 2.9 s and 1.7 -> 1.4 s for the first, third and fourth (docs/performance.md)."""
 
 
 def exact_batch_counts(ev: Evaluator, gpus: int, target: float, max_tp: int,
