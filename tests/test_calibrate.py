@@ -285,10 +285,17 @@ def test_megatron_log_calibrates_against_the_prediction():
     parts = P.step_parts(P.case_of(m), world_size=16)
     # one measurement: compute and attention tied, f = (measured - exposed comm) / (C + A)
     assert cal.compute_time.value == pytest.approx((5.48935 - parts.comm) / (parts.compute + parts.attention))
+    # the log is timed as train times these flags (calibrate.train_step): under --framework megatron, the default,
+    # 5.35 s of the 9.05 s step is the MoE dispatcher's exposed host time (core.time.moe_host: 32 micro-batches of
+    # one sequence), which no fused factor scales, so the calibrated step stays near 9.03 s and the iteration that
+    # makes a calibration reproduce its run (calibrate.fit._reproducing) does not converge: the linear fit stands
+    assert m.framework == "megatron" and cal.measurements[0].step_default_s == pytest.approx(9.047, abs=1e-3)
+    # the generic model (the step calibrate timed logs with before session 25): calibration moves the estimate
+    # toward the measurement, and _reproducing's iteration makes it exact
+    m = load_measurement(LOGS / "megatron_mixtral.log", replace(ctx, framework="generic"))
+    cal = fit_calibration([m])
     fit = cal.measurements[0]
-    # calibration moves the estimate toward the measurement (tp = 4: the LM head's GEMM is not at the
-    # calibrated dimension, so it is not exact)
-    assert abs(fit.step_calibrated_s - 5.48935) < 0.05 * abs(fit.step_default_s - 5.48935)
+    assert abs(fit.step_calibrated_s - 5.48935) < 1e-6 * 5.48935 < abs(fit.step_default_s - 5.48935)
     # its 52.98 GiB allocated peak: Megatron-Core splits each expert over the 4 tp ranks (expert TP = tp, its default;
     # core.expert_layout), so the default estimate is within 5% of it and one peak calibrates the activation factor
     # (before experts were split by expert TP the states alone exceeded the peak and memory was left uncalibrated)
@@ -382,7 +389,7 @@ def test_cli_calibrate_writes_the_file_and_reports(cpu_trials, tmp_path, run_cmd
 def test_cli_extrapolates_a_gpu_measurement(tmp_path, run_cmd):
     code, stdout, err = run_cmd("calibrate", str(LOGS / "megatron_mixtral.log"), "--model", "mixtral-8x7b",
                                 "--gpu", "h100", "--gpus", "16", "--tp", "4", "--ep", "4", "--zero", "1",
-                                "--seq-len", "2048", "--target-gpus", "1024", "--json")
+                                "--seq-len", "2048", "--target-gpus", "1024", "--framework", "generic", "--json")
     assert code == 0, err
     results = json.loads(stdout)["results"]
     # weak scaling: 128 sequences on 16 GPUs -> 8,192 on 1,024; tokens/s = tokens per step / step time

@@ -8,6 +8,8 @@ and an extrapolation elsewhere:
 * another GPU, same framework: the matmul, attention and memory-bound factors are efficiencies
   relative to each part's own roofline (MAMF, kernel tables, HBM bandwidth) and carry over as
   such; the host factor describes the measuring machine's CPU and does not;
+* another fused framework (a Megatron log planned under torchtitan or generic): the factors apply to that
+  framework's step model, with a warning (they were fitted to the calibrated framework's step);
 * another framework (an eager Hugging Face step vs Megatron-Core / torchtitan's fused kernels) or
   a CPU measurement for a GPU plan: the op classes are not the same kernels, so no time factor is
   applied (the memory factors, ratios of activation bytes, still are).
@@ -35,8 +37,9 @@ class Compatibility:
 
 
 def calibration_framework(cal) -> str:
-    """'hf' for trials; '' (a fused stack's log or table, or a file before schema 2) otherwise."""
-    return getattr(cal.reference, "framework", "") or ""
+    """'hf' for trials; a log's --framework (whose step calibrate timed it with: calibrate.train_step); '' (a file
+    before session 25, whose logs were timed with gpuplan's generic fused model) is 'generic'."""
+    return getattr(cal.reference, "framework", "") or "generic"
 
 
 def calibration_device(cal) -> str:
@@ -84,11 +87,13 @@ def _compatibility(cal, gpu_id: str | None, framework: str | None) -> Compatibil
     if framework is not None and (framework == EAGER) != (fw == EAGER):
         return Compatibility(False, False, f"calibration measured under --framework {fw}, planned under {framework}: "
                              "different kernels, time factors not applied (memory factors are)")
+    other = (f"; fitted to the --framework {fw} step, planned under {framework}: its factors carried over to "
+             f"{framework}'s step model" if framework not in (None, fw) else "")  # both fused: an extrapolation
     if gpu_id is not None and gpu_id not in cal.reference.gpus:
         return Compatibility(True, False, f"calibration measured on {measured_on}{versions}, planned on {gpu_id}: "
                              "matmul, attention and memory-bound factors carried over as efficiencies relative to "
-                             f"{gpu_id}'s roofline, the host factor not")
-    return Compatibility(True, True, "")
+                             f"{gpu_id}'s roofline, the host factor not{other}")
+    return Compatibility(True, True, f"calibration{other[1:]}" if other else "")
 
 
 def _versions(cal) -> str:

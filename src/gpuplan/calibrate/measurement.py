@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from gpuplan.core.frameworks import DEFAULT_FRAMEWORK
 from gpuplan.errors import InputError
 
 # trial precision -> (memory recipe, compute dtype of the matmuls). FSDP2 with fp32 parameters
@@ -62,7 +63,10 @@ class Measurement:
     """Timed steps (trials) or log records used."""
     framework: str = ""
     """Whose code ran the step: 'hf' for trials (an eager transformers step: timed by core.time's op
-    classes); '' for logs and tables (core.time.step's fused model)."""
+    classes); for logs and tables calibrate's --framework (train's profile: calibrate.train_step); '' (a
+    Measurement built before session 25): gpuplan's generic model."""
+    options: tuple[tuple[str, Any], ...] = ()
+    """Logs: the step options given to calibrate (calibrate.train_step.LOG_STEP_OPTIONS), as train parses them."""
     finetune: str = "full"
     lora_rank: int = 16
     attention: str = "sdpa"
@@ -142,6 +146,10 @@ class LogContext:
     recipe: str | None = None
     recompute: str = "none"
     dtype: str = "bf16"
+    framework: str = DEFAULT_FRAMEWORK
+    """--framework: whose step train times the log with (calibrate.train_step)."""
+    options: tuple[tuple[str, Any], ...] = ()
+    """The step options given (calibrate.train_step.LOG_STEP_OPTIONS), (name, value) pairs."""
 
 
 # Per log format: (memory recipe, activation implementation, ZeRO stage) when not given.

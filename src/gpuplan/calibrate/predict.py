@@ -126,9 +126,14 @@ def case_of(measurement) -> Case:
                               **({"framework": "hf", "finetune": m.finetune, "lora_rank": m.lora_rank,
                                   "optimizer_impl": m.optimizer_impl,
                                   "attention_kernel": "eager" if m.attention == "eager" else "flash"} if eager else {}))
+    gpu = accelerator_of(m)
+    if m.kind != "trial" and m.gpu:  # a log: train's step for the same flags (calibrate.train_step)
+        from gpuplan.calibrate.train_step import train_step_settings
+
+        return Case(spec, layout, memory, train_step_settings(m, spec, gpu), gpu)
     step = S.StepSettings(seq_len=m.seq_len, recompute=m.recompute, dtype=m.dtype, expert_tp=layout.etp,
                           **eager_fields(m, spec))
-    return Case(spec, layout, memory, step, accelerator_of(m))
+    return Case(spec, layout, memory, step, gpu)
 
 
 def _expert_framework(m) -> str:

@@ -47,6 +47,8 @@ class CalibrateInputs(JobInputs):
     recipe: V.Recipe
     recompute: V.Recompute
     dtype: V.Dtype
+    framework: V.Framework
+    fp8_recipe: V.Fp8Recipe
     log_format: Annotated[T.choice(*LOG_FORMATS) | None, _f(None, "torchtitan, megatron, hf-trainer or table.",
                                                             "detected")]
     max_log_mib: Annotated[T.typed(int, T.count(1 << 16, whole=True)), _f(
@@ -76,4 +78,8 @@ class CalibrateInputs(JobInputs):
         kw = {name: getattr(self, name) for name in ("model", "gpu", "gpus", "tp", "pp", "ep", "zero", "micro_batch",
                                                      "global_batch", "seq_len", "recipe", "recompute", "dtype")
               if (name in given or name == "dtype") and getattr(self, name) is not None}  # dtype: follow_model's
-        return LogContext(**kw)
+        from gpuplan.calibrate.train_step import LOG_STEP_OPTIONS
+
+        options = tuple((name, getattr(self, name)) for name in LOG_STEP_OPTIONS if name in given)
+        fw = {"framework": self.framework} if "framework" in given else {}
+        return LogContext(**kw, **fw, options=options)

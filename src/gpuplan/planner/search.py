@@ -110,6 +110,13 @@ class UncertaintyTable:
     accurate; docs/step.md, Planner)."""
 
 
+def settings_in_mode(step: StepSettings, tp_overlap_by_recompute: tuple[tuple[str, float], ...] | None,
+                     recompute: str) -> StepSettings:
+    """``step`` in ``recompute`` mode, with that mode's TP overlap where one is given per mode (Evaluator's)."""
+    step = replace(step, recompute=recompute)
+    return step if tp_overlap_by_recompute is None else replace(step, tp_overlap=dict(tp_overlap_by_recompute)[recompute])
+
+
 @dataclass(frozen=True)
 class Evaluator:
     """What every layout of one search shares: the model, the cluster and the settings."""
@@ -165,10 +172,7 @@ class Evaluator:
 
     def step_settings(self, recompute: str) -> StepSettings:
         """The step settings of a layout in ``recompute`` mode."""
-        step = replace(self.step, recompute=recompute)
-        if self.tp_overlap_by_recompute is None:
-            return step
-        return replace(step, tp_overlap=dict(self.tp_overlap_by_recompute)[recompute])
+        return settings_in_mode(self.step, self.tp_overlap_by_recompute, recompute)
 
     def memory_of(self, g: dict, mode: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(allocated peak, reserved peak + CUDA context + NCCL buffers, the fit rule's excess) per layout."""

@@ -13,28 +13,23 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from gpuplan.core.time.attention_core import execution_kernel, step_kernel
-from gpuplan.core.comm.dp_costs import ParamGather
-from gpuplan.core.comm.dp_overlap import NEMO_BUCKET_PARAMS, schedule_for
-from gpuplan.core.expert_layout import expert_tp_for
-from gpuplan.core.frameworks import deepspeed_bf16_engine, op_sac_fused_qkv
+from gpuplan.core.time.attention_core import execution_kernel
 from gpuplan.core.parallel import check_model_degrees
-from gpuplan.core.precision import RECIPES, check_recipe_runs_on
-from gpuplan.core.memory.recipe_facts import reduced_grad_bytes
+from gpuplan.core.precision import check_recipe_runs_on
 from gpuplan.core.memory.device_memory import with_ep_dispatcher
-from gpuplan.core.time.step import StepSettings, attention_efficiency
 from gpuplan.core.comm.topology import cluster_for
 from gpuplan.core.units import SECONDS_PER_DAY, format_bytes, plural
 from gpuplan.schema.precision_rules import check_dtype_runs_on
 from gpuplan.schema.shard_group import fixed_shard_group, searches_shard_groups  # --shard-group auto
 from gpuplan.schema.te_kernels import DEFAULT_FLEX_BACKEND
-from gpuplan.jobs.eager_stack import eager_step_settings
 from gpuplan.jobs.memory.settings import training_memory_settings  # memory's builder too
 from gpuplan.jobs.plan.ramp_days import with_ramp_days
 from gpuplan.jobs.plan.completes import check_offer_pick, with_completing_shares
 from gpuplan.jobs.plan.no_fit import no_fit_refusal
 from gpuplan.jobs.plan.offer import offers_answering_batch
 from gpuplan.jobs.plan.deadline import counts_between, deadline_counts, deadline_rows
+from gpuplan.jobs.plan.step_settings import (_step_settings, _uncalibrated_step, grad_comm_bytes,  # noqa: F401 (as
+                                             step_settings_for, tp_overlap_by_recompute)  # before: importable here)
 from gpuplan.planner.plan import (Plan, alternative_counts, asked_column, evaluate_layout, search_smaller_first,
                                   no_layout_error, ranking, row_layout, smallest_fitting_count)
 from gpuplan.planner.framework_rules import (COMBINED_1F1B_REFUSED_RECOMPUTE, CPU_OFFLOAD_PP, CPU_OFFLOAD_RECOMPUTE,
@@ -71,8 +66,7 @@ def evaluator_for(inputs, leave_out: str | None = None, kind_correction_rows: in
     cluster = cluster_for(gpu, inputs.gpus_per_node, inputs.nic_gbit_per_gpu)
     kernel = execution_kernel(inputs.attention_kernel, spec.model_type, inputs.framework,
                               inputs.implementation_name)  # transformers' modules: SDPA_REFUSED eager
-    tp_overlap = tp_overlap_by_recompute(inputs)
-    step = _step_settings(inputs, spec, gpu, step_kernel(inputs.attention_kernel, kernel), dict(tp_overlap)["none"])
+    step, tp_overlap = _uncalibrated_step(inputs, spec, gpu, kernel)
     # flex: its backend's buffers (DeepEP by default, as the step) in place of NCCL all-to-all peers (as memory)
     overheads = with_ep_dispatcher(inputs.overheads().on_device(gpu), inputs.ep_dispatcher,
                                    inputs.seq_len, spec, gpu, inputs.flex_backend or DEFAULT_FLEX_BACKEND)
@@ -91,14 +85,6 @@ def evaluator_for(inputs, leave_out: str | None = None, kind_correction_rows: in
                      shard_group=fixed_shard_group(inputs.shard_group))  # auto: None, each row's own (its column)
 
 
-def tp_overlap_by_recompute(inputs) -> tuple[tuple[str, float], ...]:
-    """(recompute mode, StepSettings.tp_overlap) per mode, Evaluator.tp_overlap_by_recompute: --tp-overlap in
-    every mode where given, else the framework's own TP overlap (TE's async backward reduce-scatters under
-    megatron), whose share follows the layout's recompute mode (FrameworkProfile.tp_overlap_for)."""
-    given = inputs.tp_overlap
-    return tuple((mode, inputs.profile.tp_overlap_for(mode) if given is None else given) for mode in RECOMPUTE_MODES)
-
-
 def _checked_gpu(inputs, spec):
     """The GPU the inputs name, with what it must run checked: the degrees the user fixed against the
     model (before any GPU count is searched), the dtype, recipe, MX FP8 and TE kernels on the part."""
@@ -113,56 +99,6 @@ def _checked_gpu(inputs, spec):
     check_recipe_runs_on(inputs.recipe_name, gpu)
     check_kernels_run_on(inputs, gpu, spec)  # FP8 attention, the fused grouped MLP (schema.te_kernels)
     return gpu
-
-
-def grad_comm_bytes(inputs) -> float:
-    """Bytes per gradient element the data-parallel reduction moves: the width memory holds the gradient buffer
-    in (the inputs' recipe with --grad-dtype, as MemorySettings.grad_bytes reads it), by one rule
-    (core.memory.recipe_facts.reduced_grad_bytes): under megatron 4 (fp32, Megatron-Core's grad_reduce_in_fp32)
-    unless --grad-dtype bf16; torchtitan 4; others 2."""
-    return reduced_grad_bytes(inputs.framework, RECIPES[inputs.recipe_name],
-                              inputs.recipe_memory_settings()["grad_bytes"])
-
-
-def _step_settings(inputs, spec, gpu, kernel: str, tp_overlap: float) -> StepSettings:
-    """The step model's settings for the inputs (before calibration): the framework's schedules and overlaps,
-    the options given, the eager stack or megatron loss (jobs.eager_stack); ``tp_overlap``: without recompute
-    (tp_overlap_by_recompute's; Evaluator.step_settings sets each layout's mode's)."""
-    zero3 = inputs.profile.zero3_step_settings()
-    if "dp_overlap" in inputs.given:  # an explicit --dp-overlap covers ZeRO-3 traffic too
-        zero3["zero3_overlap"] = None
-    # the framework's data-parallel schedule sets what stays exposed; --dp-overlap, when given, caps it
-    dp_overlap = inputs.dp_overlap if "dp_overlap" in inputs.given else 1.0
-    return StepSettings(seq_len=inputs.seq_len, dtype=inputs.dtype, dp_overlap=dp_overlap,
-                        dp_schedule=schedule_for(inputs.framework), expert_tp=expert_tp_for(inputs.framework, inputs.etp),
-                        grad_comm_bytes=grad_comm_bytes(inputs),
-                        # --low-precision-weights primary under per-tensor FP8: the matrices gather at 1 B (core.comm.dp_costs)
-                        param_gather=ParamGather(fp8_matrices=(getattr(inputs, "low_precision_weights", None) == "primary"
-                                                               or getattr(inputs, "fsdp_float8_all_gather", False))  # torchtitan
-                                                 and inputs.dtype == "fp8" and inputs.fp8_recipe != "mxfp8"),
-                        # DeepSpeed's BF16_Optimizer: the rule memory reads too (core.frameworks, core.time.optimizer)
-                        deepspeed_bf16=deepspeed_bf16_engine(inputs.framework, inputs.dtype, inputs.recipe_name),
-                        # Megatron-Core DDP's embedding-gradient add (core.time.megatron_grad_passes), TE's CP ring kernels
-                        embedding_grad_add=inputs.framework == "megatron", te_cp_ring=inputs.framework == "megatron",
-                        # its data-parallel schedule is Megatron-Bridge's comm-overlap setup, whose buckets go with it
-                        dp_bucket_params=NEMO_BUCKET_PARAMS if inputs.framework == "megatron" else None,
-                        tp_overlap=tp_overlap, tp_synchronous="tp_overlap" in inputs.given and inputs.tp_overlap == 0,
-                        tp_comm_overlap=inputs.tp_comm_overlap, sequence_parallel=inputs.sequence_parallel,
-                        grad_all_reduce=inputs.grad_all_reduce,
-                        ep_overlap=inputs.ep_overlap, ep_dispatcher=inputs.ep_dispatcher,
-                        ep_a2a_overlap=inputs.ep_a2a_overlap, offload_layers=inputs.offload_layers,
-                        eager_fallbacks=inputs.profile.eager_fallbacks, **inputs.kernel_step_settings(),
-                        fp8_recipe=inputs.fp8_recipe,
-                        attention_kernel=kernel, attention_dropout=spec.dropout,
-                        finetune=inputs.finetune, lora_rank=inputs.lora_rank,
-                        **inputs.recompute_settings(),
-                        **zero3,
-                        selective="op-sac" if inputs.profile.selective == "op-sac" else "core-attn",
-                        op_sac_fused_qkv=op_sac_fused_qkv(spec, inputs.framework),  # the release's (core.frameworks)
-                        **eager_step_settings(inputs, spec),
-                        attention_efficiency=inputs.attention_efficiency or (
-                            attention_efficiency(gpu, hopper_tuned=True)
-                            if inputs.profile.hopper_tuned_attention else None))
 
 
 def uncertainty_table(spec, dtype: str, leave_out: str | None = None,
