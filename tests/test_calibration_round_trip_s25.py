@@ -88,3 +88,16 @@ def test_a_file_without_a_framework_means_the_generic_model(run_json, log, tmp_p
     assert "calibration_warning" not in generic and generic["io_step_seconds"] == pytest.approx(1.0, rel=1e-6)
     megatron = run_json("train", *TRAIN_ONLY, *CASES["megatron bf16"], "--calibration", str(old))["results"]
     assert "fitted to the --framework generic step, planned under megatron" in megatron["calibration_warning"]
+
+
+@pytest.mark.parametrize("flags, field", [(("--framework", "torchtitan"), "framework"),
+                                          (("--fp8-recipe", "tensorwise"), "fp8_recipe")])
+def test_a_trial_refuses_the_step_options_of_a_log(run_cli, flags, field):
+    """A trial records its own step (the eager transformers stack, --framework hf): the options that describe a log's
+    run are refused with it, naming the option (calibrate.sources._check_context_read)."""
+    from pathlib import Path
+
+    from helpers import field_refusal
+
+    trial = Path(__file__).parent / "fixtures" / "h200" / "profile_llama-3.2-1b_bf16_mb2_s2048.json"
+    field_refusal(run_cli("calibrate", str(trial), *flags), field, "is a trial measurement that records its own")

@@ -187,8 +187,9 @@ def _check_context_read(context: LogContext | None, found: list[Measurement]) ->
     if context is None or any(m.kind != "trial" for m in found):
         return
     default = LogContext()
-    for f in fields(LogContext):
-        if getattr(context, f.name) != getattr(default, f.name):
-            raise InputError(f.name, getattr(context, f.name), f"describes a training log's run, and "
-                             f"{found[0].source} is a trial measurement that records its own ({found[0].model} on "
-                             f"{found[0].gpu or found[0].device}, {found[0].world_size} rank(s)): leave it out")
+    given = [(f.name, getattr(context, f.name)) for f in fields(LogContext) if f.name != "options"
+             and getattr(context, f.name) != getattr(default, f.name)] + list(context.options)  # options: (name, value)
+    if given:
+        raise InputError(given[0][0], given[0][1], f"describes a training log's run, and "
+                         f"{found[0].source} is a trial measurement that records its own ({found[0].model} on "
+                         f"{found[0].gpu or found[0].device}, {found[0].world_size} rank(s)): leave it out")
