@@ -18,6 +18,7 @@ from gpuplan.errors import InputError, NoLayoutFits
 from gpuplan.planner.deadline_rule import deadline_rows_order, firsts_by_count
 from gpuplan.planner.fallback import exact_batch_counts, fallback_groups
 from gpuplan.planner.fit_count import counts_that_fit
+from gpuplan.planner.idle_rule import held_idle_rows
 from gpuplan.planner.search import Evaluator, LayoutTable, rule_refusal, search_layouts
 from gpuplan.planner.space import RECOMPUTE_MODES, SpaceLimits, batch_target, is_common_size, range_counts
 
@@ -161,10 +162,9 @@ def row_layout(table: LayoutTable, i: int, expert_tp=None, shard_group=None) -> 
 
 
 PLATEAU_SHARE = 0.01
-"""Counts whose ranking time (with failures) is within this share of the best one's are a plateau,
-where fewer GPUs are preferred: a difference that small is well inside every layout's ± model (5% to
-45%) and the failure rate's range, while more GPUs cost GPU-hours in proportion and bring more
-interruptions. 1%: a tie-break, not a trade of time for money (--rank-by cost is that)."""
+"""Counts whose ranking time (with failures) is within this share of the best one's are a plateau, where fewer GPUs
+are preferred: a difference that small is well inside every layout's ± model (5% to 45%) and the failure rate's
+range, while more GPUs cost GPU-hours in proportion and bring more interruptions. 1%: a tie-break."""
 
 
 def seconds_per_sequence(table: LayoutTable) -> np.ndarray:
@@ -202,9 +202,9 @@ def ranked_seconds_per_token(table: LayoutTable) -> np.ndarray:
 
 def ranking(table: LayoutTable, rank_by: str, cost: np.ndarray | None = None) -> np.ndarray:
     """Row order, best first: by time (slow_end_seconds_per_token), cost, GPUs then time, or the deadline rule
-    (deadline_order). Where the table carries ``failure_share`` (expected wall-clock with failures and checkpoints /
-    failure-free, each layout's own: jobs.plan.completes.completing_rows), time and cost are taken with failures
-    (ZeRO-0's slower checkpoint pays) and by time, counts within PLATEAU_SHARE of the best go to the fewest asked."""
+    (deadline_order). Where the table carries ``failure_share`` (with failures and checkpoints / failure-free, each
+    layout's own: jobs.plan.completes.completing_rows), time and cost are taken with failures and by time, counts
+    within PLATEAU_SHARE of the best go to the fewest asked; a row leaving GPUs idle needs confidence (idle_rule)."""
     seconds_per_token, cost = ranked_seconds_per_token(table), ranked_cost(table, cost)
     if rank_by == "deadline":  # time_first: count_first_rows before the deadline's cut (jobs.plan.deadline)
         first = _time_first(table)
@@ -213,16 +213,17 @@ def ranking(table: LayoutTable, rank_by: str, cost: np.ndarray | None = None) ->
         return np.lexsort((seconds_per_token, table["gpus"]))
     if rank_by == "cost" and cost is not None and not np.isnan(cost).all():
         return np.argsort(cost, kind="stable")
+    key, held = held_idle_rows(table, seconds_per_token)  # GPUs asked left idle only where confident (idle_rule)
     if "failure_share" not in table.columns or not len(table):
-        return np.lexsort((table["gpus"], seconds_per_token))
-    return _fewest_on_plateau(table, seconds_per_token)
+        return np.lexsort((table["gpus"], held, key))
+    return _fewest_on_plateau(table, key, held)
 
 
-def _fewest_on_plateau(table: LayoutTable, seconds_per_token: np.ndarray) -> np.ndarray:
-    """By time, except that the rows within PLATEAU_SHARE of the fastest come first, the fewest GPUs
-    asked first (gpus_asked: a count and the counts just below it weighed for it stay one choice)."""
+def _fewest_on_plateau(table: LayoutTable, seconds_per_token: np.ndarray, held: np.ndarray) -> np.ndarray:
+    """By time (``held`` rows after the others on a tie), except that the rows within PLATEAU_SHARE of the fastest
+    come first, the fewest GPUs asked first (gpus_asked: a count and the counts weighed for it stay one choice)."""
     asked = table["gpus_asked"] if "gpus_asked" in table.columns else table["gpus"]
-    order = np.lexsort((table["gpus"], seconds_per_token))
+    order = np.lexsort((table["gpus"], held, seconds_per_token))
     near = (seconds_per_token <= seconds_per_token.min() * (1 + PLATEAU_SHARE))[order]
     first = order[near]  # few rows: re-sorted by the count asked, their time order kept within it (stable)
     return np.concatenate((first[np.argsort(asked[first], kind="stable")], order[~near]))
@@ -316,9 +317,8 @@ def counts_with_alternatives(counts: tuple[int, ...], per_node: int,
     """The counts to search for ``counts`` asked, with the asked count each stands for (an asked
     count stands for itself; an alternative for the asked count it is below; ``smaller(c)``: more counts
     below ``c`` to weigh, each standing for the smallest asked count above it: planner.fallback's
-    exact_batch_counts, a common size's too since session 25 (where a layout used it, it was planned whole:
-    `plan llama-3.1-8b --gpu h100 --global-batch 1000` answered 0.231 days on 1,024 asked, 0.123 on 1,000; more
-    GPUs asked must never answer slower, the rest left idle))."""
+    exact_batch_counts, a common size's too since session 25 (`plan llama-3.1-8b --gpu h100 --global-batch 1000`
+    answered 0.231 days on 1,024 asked, 0.123 on 1,000); ranking takes one only where confident (planner.idle_rule))."""
     asked_of: dict[int, int] = {c: c for c in counts}
     for c in counts:
         for alt in alternative_counts(c, per_node):
@@ -367,9 +367,8 @@ def best_plan(ev: Evaluator, gpus: int, target_batch: float, max_tp: int, limits
     (planner.fallback.exact_batch_counts), or on the smaller counts where some layout fits (fallback_groups)
     — and the fitting rows it was chosen from. ``weigh``: the fitting rows as ranking should see them
     (`train`'s: jobs.training.layout adds plan's failure_share, jobs.plan.completes). The counts are plan's
-    (jobs.plan.search.search_on: search_smaller_first with the same exact_batch_counts, fallback_groups), whatever
-    times the answer, at a given MFU too (s24: `train llama-3.1-70b --gpus 1000 --global-batch 1536` ran on 960
-    where 984 asked ran on 984 and `plan` answered 984)."""
+    (jobs.plan.search.search_on), whatever times the answer, at a given MFU too (s24: `train llama-3.1-70b --gpus
+    1000 --global-batch 1536` ran on 960 where `plan` answered 984)."""
     smaller = (lambda c: exact_batch_counts(ev, c, target_batch, max_tp, limits)) if rank_by == "time" else None
     searched, _, table = search_smaller_first(lambda counts: search_layouts(ev, counts, target_batch, max_tp, limits),
                                               (gpus,), ev.cluster.gpus_per_node, smaller)
@@ -381,6 +380,7 @@ def best_plan(ev: Evaluator, gpus: int, target_batch: float, max_tp: int, limits
         fitting = table.take(table["fits"]) if len(table) else table
         fitting = weigh(fitting) if weigh is not None and len(fitting) else fitting
         if len(fitting):
+            fitting.columns.setdefault("gpus_asked", np.full(len(fitting), gpus, dtype=np.int64))  # idle_rule's
             i = int(ranking(fitting, rank_by)[0])
             layout, recompute = row_layout(fitting, i)
             return evaluate_layout(ev, layout, recompute, batch_target(target_batch, layout.world, limits),

@@ -31,7 +31,8 @@ from gpuplan.jobs.plan.search import PlanSearch, chosen_plan, idle_told
 from gpuplan.jobs.plan.ranked_columns import with_ranked_columns
 from gpuplan.jobs.plan.shard_group_told import shard_group_line
 from gpuplan.jobs.training.batch_ramp import ramp_input, ramp_line, ramp_notes, ramp_on
-from gpuplan.planner.plan import Plan, layout_text, ranking, row_layout
+from gpuplan.planner.idle_rule import combined_band, held_idle_rows, point_seconds
+from gpuplan.planner.plan import Plan, layout_text, ranked_seconds_per_token, ranking, row_layout
 from gpuplan.planner.search import LayoutTable, pareto_front
 from gpuplan.planner.space import RECOMPUTE_MODES
 from gpuplan.report.model import Assumption, Line, Report, Section, Table
@@ -103,7 +104,13 @@ def _point_fastest_note(t: LayoutTable, best: int, rank_by: str, layout_of=()) -
     def high(i: int) -> str:  # the days with failures at the rate's high end, before ± model
         return format_duration(float(t["days"][i] * t["failure_share"][i]) * SECONDS_PER_DAY)
 
-    lost = "" if t["ranked_days"][fast] >= t["ranked_days"][best] else " (within 1%: the fewer GPUs first)"
+    held = held_idle_rows(t, ranked_seconds_per_token(t))[1][fast]  # idle GPUs need confidence (planner.idle_rule)
+    point = point_seconds(t, t["ranked_days"])  # days as ranked, at the point estimate (no slow end)
+    lost = "" if t["ranked_days"][fast] >= t["ranked_days"][best] else (
+        f" (it would leave {int(t['gpus_asked'][fast] - t['gpus'][fast]):,} of the {int(t['gpus_asked'][fast]):,} asked "
+        f"idle to be {point[best] / point[fast] - 1:.1%} faster at the point with failures, within the two layouts' "
+        f"± model combined (±{combined_band(t, best)[fast]:.1%}): the GPUs given answer)"
+        if held else " (within 1%: the fewer GPUs first)")
     return (f"{plural(int(t['gpus'][fast]), 'GPU')} would finish sooner at the point estimate: "
             f"{days(fast, 'days_with_failures')} with failures ({layout_text(*row_layout(t, fast, *layout_of))}) against "
             f"{days(best, 'days_with_failures')}; at the slow end the ranking compares, step x (1 + ± model) with "

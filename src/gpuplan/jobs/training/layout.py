@@ -25,7 +25,7 @@ from gpuplan.jobs.training.schema import TrainingInputs
 from gpuplan.planner.batch_ramp import with_ramp_factors
 from gpuplan.planner.plan import Plan, best_plan, slow_end_seconds_per_token
 from gpuplan.planner.search import Evaluator, LayoutTable
-from gpuplan.planner.space import SpaceLimits
+from gpuplan.planner.space import SpaceLimits, is_common_size
 from gpuplan.schema.batch_ramp_field import typed_text
 
 
@@ -81,9 +81,11 @@ def idle_by_choice_note(plan: Plan) -> str:
     is the planner's choice, ranked as `plan` ranks the ask (its step model, with failures: planner.plan.best_plan
     weighs the same counts at a given MFU), while the wall-clock is the MFU's on the GPUs used."""
     used, asked = plan.gpus, plan.gpus_asked
+    band = (", faster than the best of them by more than the two layouts' ± model combined (planner.idle_rule: a "
+            "common size is left idle only so)") if is_common_size(asked) else ""
     return (f"{asked - used:,} of the {asked:,} GPUs asked left idle by choice: the planner ranks {plan.text()} on "
             f"{used:,} first (its step model with failures, as `plan` ranks this ask), ahead of any layout on all "
-            f"{asked:,} that fits; the wall-clock is the given MFU's on the {used:,} GPUs used (docs/training.md, "
+            f"{asked:,} that fits{band}; the wall-clock is the given MFU's on the {used:,} GPUs used (docs/training.md, "
             "'Any GPU count'); --dp / --tp / --pp fix a layout on all of them")
 
 
@@ -109,7 +111,7 @@ def with_failure_shares(inputs, ev, gpus: int, first_only: bool = False):
 
     def weigh(fitting: LayoutTable) -> LayoutTable:
         try:
-            fitting = _could_win(inputs, ev, fitting) if first_only and not phases else fitting
+            fitting = _could_win(inputs, ev, fitting, gpus) if first_only and not phases else fitting
             kept, _ = with_completing_shares(inputs, ev, fitting)
         except InputError:
             kept = fitting  # no row completes: unweighed (the Failures section says why)
@@ -142,16 +144,22 @@ def layout_for_deadline(inputs: TrainingInputs, evaluator: Evaluator | None = No
     return plan, found
 
 
-def _could_win(inputs, ev, fitting: LayoutTable) -> LayoutTable:
+def _could_win(inputs, ev, fitting: LayoutTable, gpus: int) -> LayoutTable:
     """The rows of ``fitting`` that ranking with failure shares could put first: a share is >= 1 (failures
     only add time), so a row slower before it than the fastest row is after it cannot win; only these need
     their share (completing_rows: 4.7 ms for the 10,590 rows of `gpuplan train`'s default search). All rows
-    where the fastest does not complete."""
+    where the fastest does not complete. Where the fastest runs on fewer than the ``gpus`` asked, the rows on all of
+    them that could be their best too: a row leaving GPUs idle must beat that one beyond the band (idle_rule)."""
     seconds = slow_end_seconds_per_token(fitting)
-    fastest = int(np.argmin(seconds))
-    try:
-        bound = seconds[fastest] * float(completing_rows(inputs, ev, fitting.take(np.array([fastest]))).slow_share[0])
-    except InputError:  # the fastest never completes with failures: every row is weighed
-        return fitting
-    near = seconds <= bound * (1 + 1e-12)
+    near = np.zeros(len(fitting), dtype=bool)
+    whole = fitting["gpus"] == gpus
+    for rows in (np.ones(len(fitting), dtype=bool),) + ((whole,) if whole.any() and not whole.all() else ()):
+        fastest = int(np.flatnonzero(rows)[np.argmin(seconds[rows])])
+        if near[fastest]:
+            continue  # the fastest row overall is on all of them: its bound holds their best too
+        try:
+            share = float(completing_rows(inputs, ev, fitting.take(np.array([fastest]))).slow_share[0])
+        except InputError:  # the fastest never completes with failures: every row is weighed
+            return fitting
+        near |= rows & (seconds <= seconds[fastest] * share * (1 + 1e-12))
     return fitting.take(np.flatnonzero(near)) if not near.all() else fitting
