@@ -316,6 +316,10 @@ def test_torchtitan_step_time_from_tokens_per_second(tmp_path):
     # 8 sequences x 2048 tokens / (7,317.5 tokens/s/device x 8 devices)
     assert m.step_time_s == pytest.approx(8 * 2048 / (7317.5 * 8))
     assert m.memory_kind == "reserved" and m.recipe == "fsdp2"
+    # --framework not given: a torchtitan log is timed with train's torchtitan step (calibrate.measurement.LOG_FRAMEWORKS),
+    # not train's default megatron one, and the experts' TP rule is torchtitan's
+    assert m.framework == "torchtitan"
+    assert load_measurement(LOGS / "torchtitan_rank0.log", replace(ctx, framework="megatron")).framework == "megatron"
 
 
 @pytest.mark.parametrize("ctx, fragment", [

@@ -146,10 +146,24 @@ class LogContext:
     recipe: str | None = None
     recompute: str = "none"
     dtype: str = "bf16"
-    framework: str = DEFAULT_FRAMEWORK
-    """--framework: whose step train times the log with (calibrate.train_step)."""
+    framework: str = ""
+    """--framework: whose step train times the log with (calibrate.train_step); '' not given: the log format's
+    (LOG_FRAMEWORKS)."""
     options: tuple[tuple[str, Any], ...] = ()
     """The step options given (calibrate.train_step.LOG_STEP_OPTIONS), (name, value) pairs."""
+
+
+# Per log format: the framework that writes it, whose step train times the log with when --framework is not given
+# (a torchtitan log ran torchtitan, a Megatron log Megatron; a table states none: train's default). A Trainer log
+# keeps the generic fused step it was timed with before session 25: its run's parallelism (DDP, FSDP or DeepSpeed
+# under accelerate) and kernels are not in the log, and --framework hf (transformers' eager modules, data
+# parallelism only) is the trial loop's; give --framework to say which.
+LOG_FRAMEWORKS: dict[str, str] = {"torchtitan": "torchtitan", "megatron": "megatron", "hf-trainer": "generic"}
+
+
+def log_framework(context_framework: str, fmt: str) -> str:
+    """The framework a log of format ``fmt`` is timed under: the one given, else the format's, else train's default."""
+    return context_framework or LOG_FRAMEWORKS.get(fmt, DEFAULT_FRAMEWORK)
 
 
 # Per log format: (memory recipe, activation implementation, ZeRO stage) when not given.

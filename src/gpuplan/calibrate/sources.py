@@ -25,6 +25,7 @@ from gpuplan.calibrate.log_checks import (
 from gpuplan.calibrate.measurement import (
     LOG_DEFAULTS,
     LogContext,
+    log_framework,
     Measurement,
     measurement_from_trial,
     require,
@@ -87,7 +88,7 @@ def measurement_from_log(log: TrainingLog, context: LogContext) -> Measurement:
         implementation=implementation, dtype=context.dtype, recompute=context.recompute, step_time_s=step,
         step_time_stdev_s=summary.step_time_stdev_s, peak_memory_bytes=summary.memory_bytes,
         memory_kind=summary.memory_kind, samples=summary.records_used, notes=tuple(notes), unchecked=unchecked,
-        framework=context.framework, options=context.options),
+        framework=log_framework(context.framework, fmt), options=context.options),
         context, accelerator)
 
 
