@@ -2,7 +2,8 @@
 --global-batch) x asked counts through the Python API, then every pair M < N of one family whose larger ask ranks
 slower, as `plan` ranks (the slow end with failures: planner.plan.ranked_seconds_per_token), by more than the 1%
 plateau (PLATEAU_SHARE). Session 25 (docs/training.md 'What the answers guarantee'): 57 families x 28 counts, 21,546
-pairs, 70 such pairs before 208a97ae and 23 after, ~6-10 minutes on the shared 2-core machine.
+pairs, 70 such pairs before 208a97ae, 23 after and 32 with the idle rule (4d1300a2: the 9 new inside the two
+layouts' ± model combined, by design), ~6-10 minutes on the shared 2-core machine.
 
     python benchmarks/more_gpus_sweep.py sweep.jsonl           # appends one JSON line an ask
     python benchmarks/more_gpus_sweep.py sweep.jsonl --report  # the pairs, worst first
