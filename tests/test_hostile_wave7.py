@@ -159,7 +159,7 @@ def calibration(tmp_path_factory):
     (("compute_time", "default"), "abc", "compute_time.default must be a finite number"),  # exit 70 (format 'g')
     (("compute_time", "value"), True, "compute_time.value: got True; is not a number"),  # was read as 1.0
     (("compute_time", "unit"), "bytes", "compute_time.unit must be 'x'"),  # 1e6 'bytes' escaped the ratio bound
-    (("reference",), [], "Reference must be a mapping"), (("notes",), 7, "notes must be a list"),
+    (("reference",), [], "reference must be a mapping"), (("notes",), 7, "notes must be a list"),
     (("reference", "gemm_dim"), 0, "gemm_dim must be a finite number above 0"),  # was taken (a 0-size GEMM)
     (("reference", "gpus"), "h200", "gpus must be a list of text"),  # exit 70 (join)
 ])

@@ -22,9 +22,10 @@ A factor that the measurements cannot identify keeps its default (1, or 0 bytes)
 
 from __future__ import annotations
 
+import difflib
 import math
 import sys
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import MISSING, asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -133,6 +134,10 @@ def calibration_to_dict(cal: Calibration) -> dict[str, Any]:
             **{k: v for k, v in asdict(cal).items() if k != "schema_version"}}
 
 
+TOP_KEYS = ("schema_version", "kind", "reference", "measurements", "notes")
+"""A calibration document's keys besides its factors (calibration_to_dict)."""
+
+
 def calibration_from_dict(data: Any, source: str, expected: str = "") -> Calibration:
     """A Calibration from its JSON document; ``source`` is what a refusal quotes, ``expected`` what it asks for (a
     file's words unless given: the Python API's Calibration object names the object, review of wave 18 N6)."""
@@ -143,14 +148,20 @@ def calibration_from_dict(data: Any, source: str, expected: str = "") -> Calibra
         raise InputError("calibration", source, f"has schema_version {data.get('schema_version')!r}; "
                          f"this gpuplan reads {', '.join(map(str, READS))}")
     try:
-        reference = _build(Reference, data["reference"])  # each field of its declared type (framework: text)
+        top = [k for k in data if k not in TOP_KEYS + FACTOR_NAMES]
+        if top:  # a misspelt optional factor was read as absent, silently (hostile wave 29)
+            close = difflib.get_close_matches(str(top[0]), TOP_KEYS + FACTOR_NAMES, n=1)
+            raise ValueError(f"{top[0]!s:.40} is not a key of a calibration" + (f" (did you mean {close[0]}?)" if close
+                                                                               else ""))
+        reference = _build(Reference, data["reference"], "reference")  # each field of its declared type
         factors = {name: _factor(data[name], name, reference.gpus) for name in FACTOR_NAMES  # bounds by reference
                    if name not in OPTIONAL_FACTORS or name in data}
         if not all(isinstance(k, str) and isinstance(v, str | int | float) for k, v in reference.environment.items()):
             raise ValueError("reference.environment must map names to text or numbers")
         if not (1 <= reference.gemm_dim <= 2**24 and reference.attention_efficiency <= 1):  # a size, a share
             raise ValueError("reference.gemm_dim must be 1 to 2^24 and reference.attention_efficiency at most 1")
-        measurements = tuple(_build(MeasurementFit, m) for m in _items(data.get("measurements", ()), "measurements"))
+        measurements = tuple(_build(MeasurementFit, m, f"measurements[{i}]")
+                             for i, m in enumerate(_items(data.get("measurements", ()), "measurements")))
         notes = tuple(_items(data.get("notes", ()), "notes"))
         if not all(isinstance(note, str) for note in notes):
             raise ValueError("notes must be a list of text")
@@ -255,7 +266,16 @@ def _build(cls, raw: Any, where: str = ""):
     if not isinstance(raw, dict):
         raise TypeError(f"{where} must be a mapping, not {type(raw).__name__}")
     kinds = {f.name: str(f.type) for f in fields(cls)}
-    values = {k: tuple(v) if isinstance(v, list) else v for k, v in raw.items() if k in kinds}
+    unknown = [k for k in raw if k not in kinds]
+    if unknown:  # a misspelt optional field was read as absent, silently (hostile wave 29)
+        close = difflib.get_close_matches(str(unknown[0]), kinds, n=1)
+        raise ValueError(f"{where}.{unknown[0]!s:.40} is not a field of it"
+                         + (f" (did you mean {close[0]}?)" if close else f"; its fields: {', '.join(kinds)}"))
+    missing = [f.name for f in fields(cls) if f.name not in raw
+               and f.default is MISSING and f.default_factory is MISSING]
+    if missing:  # was 'Factor.__init__() missing 1 required positional argument' (hostile wave 29)
+        raise ValueError(f"{where}.{missing[0]} is missing")
+    values = {k: tuple(v) if isinstance(v, list) else v for k, v in raw.items()}
     for key, value in values.items():
         if not _of_kind(value, kinds[key]) or (key in POSITIVE_FIELDS and not value > 0):
             raise ValueError(f"{where}.{key} must be {KIND_WORDS.get(kinds[key], kinds[key])}"
