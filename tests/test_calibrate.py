@@ -298,12 +298,16 @@ def test_megatron_log_calibrates_against_the_prediction():
     fit = cal.measurements[0]
     assert abs(fit.step_calibrated_s - 5.48935) < 1e-6 * 5.48935 < abs(fit.step_default_s - 5.48935)
     # its 52.98 GiB allocated peak: Megatron-Core splits each expert over the 4 tp ranks (expert TP = tp, its default;
-    # core.expert_layout), so the default estimate is within 5% of it and one peak calibrates the activation factor
-    # (before experts were split by expert TP the states alone exceeded the peak and memory was left uncalibrated)
-    assert m.peak_memory_bytes == pytest.approx(54250.98583984375 * 2**20)
+    # core.expert_layout), so the estimate is within 5% of it (before experts were split by expert TP the states alone
+    # exceeded the peak). The line is after 1 iteration, before Adam's moments existed (21.75 GiB a GPU here): gpuplan
+    # predicts that iteration's peak, max(55.29 - 21.75 = 33.54 GiB backward, 50.62 GiB step) = the step's 50.62 GiB
+    # (-4.5%; the steady-state 55.29 fitted activation_memory 0.50 before session 25's helper ML), where activations
+    # do not show: memory is left uncalibrated (tests/test_megatron_first_iteration_memory_s25.py)
+    assert m.peak_memory_bytes == pytest.approx(54250.98583984375 * 2**20) and m.memory_after_iteration == 1
+    assert fit.memory_default_bytes == pytest.approx(50.62 * 2**30, rel=2e-4)
     assert abs(fit.memory_default_bytes / m.peak_memory_bytes - 1) < 0.05
-    assert "memory" in fit.used_for and fit.memory_calibrated_bytes == pytest.approx(m.peak_memory_bytes, rel=1e-6)
-    assert cal.memory_overhead.value == 0.0 and 0 < cal.activation_memory.value < 1
+    assert "memory" not in fit.used_for and fit.memory_calibrated_bytes == fit.memory_default_bytes
+    assert not cal.activation_memory.applied and not cal.memory_overhead.applied
 
 
 def test_torchtitan_step_time_from_tokens_per_second(tmp_path):

@@ -179,22 +179,21 @@ _MEGA_MEMORY = re.compile(r"(?:\[Rank\s+(\d+)\]\s*)?\(?after\s+(\d+)\s+iteration
 def parse_megatron(lines: Iterable[str] | str, source: str) -> TrainingLog:
     records: dict[int, LogRecord] = {}
     batches: set[int] = set()
-    max_allocated = max_reserved = None
+    max_allocated, max_reserved, after = None, None, 0  # the worst rank's; its '(after N iterations)' (tie: later)
     for line in _each_line(lines):
         memory = _MEGA_MEMORY.search(line)
         if memory:
             allocated = _size(memory.group(4), MiB, "max allocated", source)  # bytes from here on
             reserved = _size(memory.group(6), MiB, "max reserved", source)
             check_reserved(allocated, reserved, ("max allocated (MB)", "max reserved (MB)"), source, "", MiB)
-            max_allocated = max(allocated, max_allocated or 0.0)  # worst rank
-            max_reserved = max(reserved, max_reserved or 0.0)
+            after = max((allocated, int(memory.group(2))), (max_allocated or 0.0, after))[1]
+            max_allocated, max_reserved = max(allocated, max_allocated or 0.0), max(reserved, max_reserved or 0.0)
             continue
         match = _MEGA_ITER.search(line)
         elapsed = _field(line, _MEGA_ELAPSED, "elapsed time per iteration (ms)", source)
         if not match or elapsed is None:
             continue
-        batch = re.search(rf"global batch size:\s*{_NUM}", line)
-        if batch:
+        if batch := re.search(rf"global batch size:\s*{_NUM}", line):
             batches.add(whole(batch.group(1), "global batch size", source, " (a batch of sequences)"))
         step = whole(match.group(1), "iteration", source)
         if step in records:
@@ -210,8 +209,9 @@ def parse_megatron(lines: Iterable[str] | str, source: str) -> TrainingLog:
         meta["global_batch"] = batches.pop()
     elif batches:
         meta["global_batch_values"] = sorted(batches)  # batch-size ramp-up: ambiguous
-    if max_allocated is not None:
-        meta.update(memory_bytes=max_allocated, memory_kind="allocated", memory_reserved_bytes=max_reserved)
+    if max_allocated is not None:  # after 1: iteration 1's peak, its Adam moments made in its step (calibrate.predict)
+        meta.update(memory_bytes=max_allocated, memory_kind="allocated", memory_reserved_bytes=max_reserved,
+                    memory_after_iteration=after)
     return TrainingLog(source, "megatron", tuple(records[k] for k in sorted(records)), meta)
 
 

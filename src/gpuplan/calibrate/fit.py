@@ -31,6 +31,7 @@ from gpuplan.calibrate.model import (
     FACTOR_NAMES,
     MAX_OVERHEAD_BYTES,
     MAX_RATIO,
+    TIME_FACTORS,
     Calibration,
     Factor,
     MeasurementFit,
@@ -154,9 +155,31 @@ def _shares(C: list[float], A: list[float]) -> str:
 # ---------------------------------------------------------------------------------------------
 # memory
 
+def _hidden(r: _Row) -> bool:
+    """A first iteration's peak (calibrate.predict.memory_parts) that gpuplan puts at the optimizer step: the moments
+    made there outweigh the activations iteration 1 held without them, so the peak shows no activations."""
+    return r.memory.moments is not None and not r.memory.at_backward()
+
+
+def _hidden_note(r: _Row, fitted: bool) -> str:
+    verdict = "its peak not used for memory" if fitted else "memory not calibrated"
+    return (f"{r.m.source}: {verdict}: its memory line is after 1 iteration, whose forward and backward ran "
+            f"before the optimizer's first step made its moments ({r.memory.moments / 2**30:.2f} GiB a GPU), and gpuplan "
+            f"puts that iteration's peak at the step ({r.memory.optimizer_step / 2**30:.2f} GiB, measured "
+            f"{r.m.peak_memory_bytes / 2**30:.2f}; its backward {r.memory.backward_start / 2**30:.2f}): no activations "
+            "show (Megatron-LM prints the line at the first logged iteration, --log-interval; since 9927a85e also after "
+            "iteration 2, which would show them)")
+
+
+HIDDEN = "not identified: a first iteration's peak, at the optimizer step (notes)"
+
+
 def _fit_memory(rows: list[_Row]) -> dict[str, Factor]:
     peaked = [r for r in rows if r.memory is not None]
-    used = [r for r in peaked if r.m.peak_memory_bytes >= r.memory.states]
+    hidden = [r for r in peaked if _hidden(r)]
+    used = [r for r in peaked if r.m.peak_memory_bytes >= r.memory.states and r not in hidden]
+    if hidden and not used and all(r.m.peak_memory_bytes >= r.memory.states for r in peaked):
+        return {k: default_factor(k, HIDDEN) for k in ("activation_memory", "memory_overhead")}
     if peaked and not used:  # a peak below the model states the flags imply was measured on another layout: the bound
         worst = min(peaked, key=lambda r: r.m.peak_memory_bytes / r.memory.states)  # jobs.calibrated_plan holds too
         reason = (f"the measured peak ({worst.m.peak_memory_bytes / 2**30:.2f} GiB, {worst.m.source}) is below the "
@@ -195,9 +218,11 @@ def _fit_memory(rows: list[_Row]) -> dict[str, Factor]:
     kinds = sorted({r.m.memory_kind or "?" for r in used})
     note = f"memory kind: {', '.join(kinds)}" + ("; 'reserved' includes the allocator's cache"
                                                  if "reserved" in kinds else "")
-    dropped = [r.m.source for r in peaked if r not in used]
+    dropped = [r.m.source for r in peaked if r not in used and r not in hidden]
     if dropped:
         note += f"; not used: {', '.join(dropped)} (a peak below the model states its flags put on a GPU)"
+    if hidden:
+        note += f"; not used: {', '.join(r.m.source for r in hidden)} (a first iteration's peak at the optimizer step)"
     activation = _factor("activation_memory", result, "a", sources, note) if "a" in result.values else \
         default_factor("activation_memory", "no measured peak at the start of backward, or no spread in "
                        "activation size with a fixed overhead to separate")
@@ -212,19 +237,19 @@ def _fit_memory(rows: list[_Row]) -> dict[str, Factor]:
 def _row(m: Measurement) -> _Row:
     case = P.case_of(m)
     step = memory = None
-    note = ""
+    note, first = "", m.memory_after_iteration == 1  # a Megatron line after iteration 1: that iteration's peak
     if m.step_time_s:
         if case.gpu is None:
             note = "step time not used: no catalog accelerator (and no CPU microbenchmarks) to predict it"
         elif m.device == "cpu" and m.world_size > 1:
             note = "step time not used: CPU multi-process runs communicate through gloo, which gpuplan does not model"
         elif case.step.eager_ops is not None:
-            return _Row(m, case, None, P.memory_parts(case) if m.peak_memory_bytes else None, note,
+            return _Row(m, case, None, P.memory_parts(case, first) if m.peak_memory_bytes else None, note,
                         P.eager_parts(case, world_size=m.world_size))
         else:
             step = P.step_parts(case, world_size=m.world_size)
     if m.peak_memory_bytes:
-        memory = P.memory_parts(case)
+        memory = P.memory_parts(case, first)
     return _Row(m, case, step, memory, note)
 
 
@@ -256,6 +281,22 @@ def _plausibility(cal: Calibration) -> list[str]:
                      "peak: the layout probably differs from the flags (ZeRO stage / distributed optimizer, expert "
                      "parallelism, recipe, sequence length); check before using it")
     return notes
+
+
+def _memory_in_range(cal: Calibration) -> tuple[Calibration, str]:
+    """A fitted activation factor outside the range a calibration holds (calibrate.model.FACTOR_RANGE) drops the memory
+    fit, with a note, where time factors were fitted: a peak the memory model misreads (a layout or recipe the flags
+    get wrong, a peak taken where the model does not look) says nothing against the step time. Where nothing else was
+    fitted, _within_bounds refuses it as before. A calibration FILE holding such a value is refused on load."""
+    f = cal.activation_memory
+    low, high, _ = ratio_range("activation_memory", cal.reference.gpus)
+    if not f.applied or low <= f.value <= high or not any(cal.factor(n).applied for n in TIME_FACTORS):
+        return cal, ""
+    why = (f"memory not calibrated: {', '.join(f.sources)} fit activation_memory {f.value:.3g}, outside the {low:g}-"
+           f"{high:g} a calibration holds (calibrate/model.FACTOR_RANGE): the flags probably do not describe the run's "
+           "memory (--tp, --ep, --zero, --seq-len, --recompute, the recipe); the time factors stand")
+    return replace(cal, activation_memory=default_factor("activation_memory", why),
+                   memory_overhead=default_factor("memory_overhead", why)), why
 
 
 def _within_bounds(cal: Calibration) -> None:
@@ -314,12 +355,15 @@ def fit_calibration(measurements: Sequence[Measurement]) -> Calibration:
         classes = fit_classes([r.class_row() for r in eager])
         time = {**time, **classes} if any(r.step is not None for r in rows) else {
             **classes, "comm_time": default_factor("comm_time", "one GPU per measurement: no communication to fit")}
-    cal = _reproducing(Calibration(**time, **_fit_memory(rows), reference=_reference(rows)), rows)
+    cal, dropped = _memory_in_range(_reproducing(Calibration(**time, **_fit_memory(rows), reference=_reference(rows)),
+                                                 rows))
     _within_bounds(cal)
+    hidden = [r for r in rows if r.memory is not None and _hidden(r)]
     fits = []
     for r in rows:
         m = r.m
-        used = tuple(k for k, part in (("time", r.step), ("memory", r.memory)) if part is not None)
+        memory = None if dropped or r in hidden else r.memory
+        used = tuple(k for k, part in (("time", r.step), ("memory", memory)) if part is not None)
         fit = MeasurementFit(source=m.source, kind=m.kind, model=m.model,
                              gpu=r.case.gpu.id if r.case.gpu else m.device, world_size=m.world_size,
                              memory_kind=m.memory_kind, used_for=used, note=r.note)
@@ -336,7 +380,9 @@ def fit_calibration(measurements: Sequence[Measurement]) -> Calibration:
                           memory_calibrated_bytes=r.memory.peak(cal.activation_memory.value, cal.memory_overhead.value))
         fits.append(fit)
     cal = replace(cal, measurements=tuple(fits))
-    notes = [m.unchecked for m in measurements if m.unchecked] + _plausibility(cal)
+    notes = [m.unchecked for m in measurements if m.unchecked] + _plausibility(cal) + [
+        _hidden_note(r, cal.activation_memory.applied or cal.memory_overhead.applied) for r in hidden]
+    notes += [dropped] if dropped else []
     if cal.reference.gpus == ("cpu",):
         notes.append("measured on the CPU stand-in: the time factors describe this CPU, not a GPU; "
                      "apply them to GPU plans only as a rough guide")

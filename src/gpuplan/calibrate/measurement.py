@@ -59,6 +59,9 @@ class Measurement:
     memory_kind: str | None = None
     """'allocated' (torch.cuda.max_memory_allocated / Megatron 'max allocated'), 'tracked' (CPU
     MemTracker: allocated tensor bytes) or 'reserved' (allocator reserve, e.g. torchtitan)."""
+    memory_after_iteration: int | None = None
+    """Megatron logs: the N of the memory line's '(after N iterations)'. 1: the peak of the first iteration, whose
+    forward and backward ran before the optimizer's first step created its moments (calibrate.predict.memory_parts)."""
     samples: int = 0
     """Timed steps (trials) or log records used."""
     framework: str = ""

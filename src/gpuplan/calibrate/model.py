@@ -181,7 +181,8 @@ FACTOR_RANGE = (0.1, 10.0)
 """Every other ratio factor's value (measured / predicted: seconds of a class, or activation bytes). Sources: the
 fitter holds each eager class within 0.25-5 (calibrate.classes.LOWER_BOUND, their rooflines, and UPPER_BOUND); the
 project's own GPU data fit 0.86 (compute_time, the two H200 trials of tests/fixtures/h200), 1.60 and 0.50
-(compute_time, activation_memory: the Megatron Mixtral log of tests/fixtures/logs) and 1.69 (the HF Trainer state of
+(compute_time, activation_memory: the Megatron Mixtral log of tests/fixtures/logs; the 0.50 read its first iteration's
+peak as a steady one and is no longer fitted, calibrate.predict.memory_parts) and 1.69 (the HF Trainer state of
 tests/fixtures/logs, llama-3.1-8b on one H100); across the 1,791 published cases `gpuplan validate` scores, measured /
 predicted runs from 0.49 (throughput of a B300 MoE run: 2.05x the time predicted) to 2.88 (GPU-hours of llama3.1-8b
 at the default MFU 0.40). 10 and 0.1 are over 3x past the widest of them and 2x past the fitter's own 5x, 2.5x below

@@ -69,6 +69,9 @@ class MemoryParts:
     states: float = 0.0
     """Weights, gradients, master weights and optimizer states at the peak (jobs.calibrated_plan.model_states_bytes):
     no allocated peak of the layout goes below them."""
+    moments: float | None = None
+    """A first iteration's peak (memory_parts(first_iteration=True)): the optimizer-state bytes on that GPU the first
+    step creates, taken out of backward_start; None: the steady-state peak."""
 
     def peak(self, activation_factor: float = 1.0, overhead: float = 0.0) -> float:
         backward = self.backward_start + (activation_factor - 1.0) * self.activations
@@ -234,11 +237,23 @@ def step_parts(case: Case, settings: S.StepSettings | None = None, cluster: Clus
                      comm=comm if comm > 1e-12 * base.total else 0.0)  # float dust -> 0
 
 
-def memory_parts(case: Case) -> MemoryParts:
+def memory_parts(case: Case, first_iteration: bool = False) -> MemoryParts:
+    """The peak a measurement is fitted to (bytes on the worst GPU). ``first_iteration``: the peak of iteration 1, as
+    Megatron's memory line after 1 iteration reports it (torch.cuda.max_memory_allocated since the start; training.py
+    @ba773259 training_log prints it once, at the first logged iteration). The optimizer creates its moments lazily in
+    its first step (apex / TE FusedAdam and torch.optim: state[p] filled inside step(); distrib_optimizer.py@ba773259
+    init_state_fn runs only when a distributed checkpoint is loaded), so iteration 1's forward and backward run without
+    them: its peak is max(backward start - the moments' bytes, the optimizer step), per stage. Master weights and
+    gradient buffers are built with the model and optimizer, before iteration 1."""
     peak = M.peak_memory(case.spec, case.layout, case.memory)
     per_sequence = activation_bytes_per_sample(case.spec, case.layout, case.memory)
-    return MemoryParts(peak.backward_start_total, peak.optimizer_step_total, per_sequence * case.layout.micro_batch,
-                       model_states_bytes(peak))
+    moments = None
+    if first_iteration:
+        stages = (M.stage_memory(case.spec, case.layout, case.memory, s) for s in {0, case.layout.pp - 1})
+        peak = max(stages, key=lambda m: max(m.backward_start_total - m.optimizer, m.optimizer_step_total))
+        moments = peak.optimizer
+    return MemoryParts(peak.backward_start_total - (moments or 0.0), peak.optimizer_step_total,
+                       per_sequence * case.layout.micro_batch, model_states_bytes(peak), moments)
 
 
 def gemm_dimension(case: Case) -> float:

@@ -87,7 +87,8 @@ def measurement_from_log(log: TrainingLog, context: LogContext) -> Measurement:
         micro_batch=context.micro_batch, global_batch=batch, recipe=recipe,
         implementation=implementation, dtype=context.dtype, recompute=context.recompute, step_time_s=step,
         step_time_stdev_s=summary.step_time_stdev_s, peak_memory_bytes=summary.memory_bytes,
-        memory_kind=summary.memory_kind, samples=summary.records_used, notes=tuple(notes), unchecked=unchecked,
+        memory_kind=summary.memory_kind, memory_after_iteration=log.meta.get("memory_after_iteration"),
+        samples=summary.records_used, notes=tuple(notes), unchecked=unchecked,
         framework=log_framework(context.framework, fmt), options=context.options),
         context, accelerator)
 
