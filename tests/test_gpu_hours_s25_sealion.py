@@ -67,12 +67,6 @@ def test_rows_are_the_cards_arithmetic(runs, run_id, gpus, days, batch, micro):
     assert "p4d.24xlarge" in run["network_source"]
 
 
-def test_micro_batches_fill_the_global_batch():
-    """2,048 / 256 = 8 sequences a GPU: two micro-batches of 4; 1,200 / 240 = 5: one micro-batch of 5."""
-    assert 2_048 // 256 == 2 * 4 and 2_048 % 256 == 0
-    assert 1_200 // 240 == 5 and 1_200 % 240 == 0
-
-
 def test_criterion_e_and_held_out(runs):
     """Criterion (e), hand-worked: 7B 6 x 7,501,127,680 x 980e9 / (135,168 x 3,600 x 312e12) = 0.2905; 3B 6 x
     3,178,255,360 x 980e9 / (80,640 x 3,600 x 312e12) = 0.2063: both inside the header's 0.18-0.57. Held out: in the
