@@ -65,7 +65,7 @@ def test_the_host_term_at_the_log_s_layout():
 
 def test_one_log_at_its_layout_reproduces_its_step():
     # timed alone (the memory report is not a steady-state peak: the next test), the compute factor's iteration
-    # (calibrate.fit._reproducing) reaches the measured step under megatron: 2.04, above 1 by more than the 23%
+    # (calibrate.reproduce) reaches the measured step under megatron: 2.04, above 1 by more than the 23%
     # the step misses by, because a longer GPU stretch hides more of the host term
     m = replace(load_measurement(LOG, RUN), peak_memory_bytes=None)
     cal = fit_calibration([m])

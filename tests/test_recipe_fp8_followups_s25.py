@@ -46,7 +46,7 @@ def test_calibrate_recipe_fp8_fits_at_fp8_as_dtype_fp8_does(run_cli, one_second_
     """The 1.0 s step against calibrate's predictions for the table log, train's own step for the flags (session 25,
     calibrate.train_step: --framework megatron, the default): 0.6809 s at fp8, 0.8269 s at bf16, 0.0231 s of each
     exposed ZeRO-3 communication that the compute factor does not scale, so compute_time (1 - 0.0231) / (0.6809 -
-    0.0231) = 1.485 (fp8) and 1.215 (bf16), then 1.488 and 1.216 as fitted (calibrate.fit._reproducing: a faster
+    0.0231) = 1.485 (fp8) and 1.215 (bf16), then 1.488 and 1.216 as fitted (calibrate.reproduce: a faster
     compute hides less of the communication; the calibrated step is the logged 1.0 s), where --recipe fp8 alone
     fitted the bf16 factor before. (Against the generic fused model calibrate used before session 25: 0.809 s and
     0.955 s, 1.243 and 1.048.)"""

@@ -27,6 +27,7 @@ from dataclasses import dataclass, replace
 from gpuplan.calibrate import predict as P
 from gpuplan.calibrate.classes import ClassRow, fit_classes, predicted_with
 from gpuplan.calibrate.measurement import Measurement
+from gpuplan.calibrate.reproduce import reproducing
 from gpuplan.calibrate.model import (
     FACTOR_NAMES,
     MAX_OVERHEAD_BYTES,
@@ -312,35 +313,6 @@ def _within_bounds(cal: Calibration) -> None:
                              "--gpus, --tp, --pp, --zero, --seq-len, --global-batch, the recipe); nothing written")
 
 
-def _reproducing(cal: Calibration, rows: list[_Row]) -> Calibration:
-    """One timed run fitted exactly (compute and attention tied, communication kept at 1): _fit_time holds the exposed
-    communication at its default, but the step model hides communication behind compute (ZeRO-3's gathers, the
-    data-parallel reduction: core.comm.dp_overlap), so a compute factor below 1 exposes more of it and one above 1
-    less. The tied factor is rescaled, f <- f (y - X) / (T - X) with T and X the calibrated step and its exposed
-    communication, until the calibrated step is the measured one: a calibration reproduces the run it was fitted on
-    (session 25 round trip: 1.5% off at torchtitan fp8 without it). Where that does not converge in 12 rounds (a step
-    the factors cannot reach: a floored GEMM d_half, TP communication on the critical path under Megatron's overlap)
-    the linear fit stands."""
-    from gpuplan.calibrate.apply import apply_to_cluster, apply_to_step_settings
-
-    timed = [r for r in rows if r.step is not None]
-    f = cal.compute_time
-    if len(timed) != 1 or f.status != "single" or cal.attention_time.status != "tied" or cal.comm_time.applied:
-        return cal
-    r, y, fitted = timed[0], timed[0].m.step_time_s, cal
-    for _ in range(12):
-        settings = apply_to_step_settings(cal, r.case.step, r.case.gpu.id)
-        parts = P.step_parts(r.case, settings, apply_to_cluster(cal, P.cluster_of(r.case, r.m.world_size)))
-        if abs(parts.total - y) <= 1e-9 * y:
-            return cal
-        value = cal.compute_time.value * (y - parts.comm) / (parts.total - parts.comm)
-        if not 0 < value < 1e3:
-            break
-        cal = replace(cal, compute_time=replace(cal.compute_time, value=value),
-                      attention_time=replace(cal.attention_time, value=value))
-    return fitted
-
-
 def fit_calibration(measurements: Sequence[Measurement]) -> Calibration:
     """Factors fitted to ``measurements`` (see the module docstring), with each measurement's
     default and calibrated prediction for the report."""
@@ -355,8 +327,8 @@ def fit_calibration(measurements: Sequence[Measurement]) -> Calibration:
         classes = fit_classes([r.class_row() for r in eager])
         time = {**time, **classes} if any(r.step is not None for r in rows) else {
             **classes, "comm_time": default_factor("comm_time", "one GPU per measurement: no communication to fit")}
-    cal, dropped = _memory_in_range(_reproducing(Calibration(**time, **_fit_memory(rows), reference=_reference(rows)),
-                                                 rows))
+    cal, unreached = reproducing(Calibration(**time, **_fit_memory(rows), reference=_reference(rows)), rows)
+    cal, dropped = _memory_in_range(cal)
     _within_bounds(cal)
     hidden = [r for r in rows if r.memory is not None and _hidden(r)]
     fits = []
@@ -383,6 +355,7 @@ def fit_calibration(measurements: Sequence[Measurement]) -> Calibration:
     notes = [m.unchecked for m in measurements if m.unchecked] + _plausibility(cal) + [
         _hidden_note(r, cal.activation_memory.applied or cal.memory_overhead.applied) for r in hidden]
     notes += [dropped] if dropped else []
+    notes += [unreached] if unreached else []
     if cal.reference.gpus == ("cpu",):
         notes.append("measured on the CPU stand-in: the time factors describe this CPU, not a GPU; "
                      "apply them to GPU plans only as a rough guide")

@@ -175,9 +175,15 @@ def calibration_report(cal: Calibration, written_to: str | None = None,
                    "gpuplan.core.memory.training peak for the measured layout", ""),
         Assumption("skip", "log warm-up", "first logged step skipped", "compilation / warm-up", ""),
     )
+    missed = [m for m in cal.measurements if m.step_measured_s and m.step_calibrated_s is not None
+              and abs(m.step_calibrated_s / m.step_measured_s - 1) > 0.01]  # calibrate.reproduce.REPRODUCED
+    exact = ("factors are exact at the measured configuration" if not missed else
+             "factors do not reproduce every measured step (" + ", ".join(
+                 f"{m.source}: {m.step_measured_s:.4g} s measured, {m.step_calibrated_s:.4g} s calibrated"
+                 for m in missed) + ")")
     notes = list(cal.notes) + [
         "use it with: gpuplan train|plan|memory ... --calibration FILE",
-        "factors are exact at the measured configuration; elsewhere the step and memory models carry them "
+        f"{exact}; elsewhere the step and memory models carry them "
         "(an extrapolation): measure near the target layout where you can"]
     return Report("calibrate", "Calibration from measurements", inputs, assumptions, tuple(sections), tuple(notes),
                   (measurement_table(cal),))
