@@ -46,16 +46,28 @@ def held_idle_rows(table, ranked: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(the time ranking by time sorts by, whether each row is held behind its count's own best row) for ``ranked``
     (each row's ranked seconds a sequence). A row on fewer GPUs than its ``gpus_asked`` is held unless the best row on
     all of them (by ranked time) takes more than 1 + combined_band of its time at the point (point_seconds): its key
-    is raised to that row's ranked time and it sorts after it (the bool, the tie-break before the GPU count). Tables
-    without ``gpus_asked``, or with no such row, come back unchanged."""
+    is raised to that row's ranked time and it sorts after it (the bool, the tie-break before its own ranked time:
+    planner.plan.ranking). Tables without ``gpus_asked``, or with no such row, come back unchanged."""
+    return _held(table, ranked)[:2]
+
+
+def moved_rows(table, ranked: np.ndarray) -> np.ndarray:
+    """The held rows whose place the rule moved: ranked at or below their count's best row on all of it (a held row
+    slower than it sorts where its own time puts it). Off the Pareto front (jobs.plan.ranked_columns.front_rows):
+    ranking answers none of them while the count is asked whole."""
+    return _held(table, ranked)[2]
+
+
+def _held(table, ranked: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(key, held, moved): held_idle_rows' two and moved_rows'."""
     held = np.zeros(len(table), dtype=bool)
     if not len(table) or "gpus_asked" not in table.columns:
-        return ranked, held
+        return ranked, held, held
     gpus, asked = np.asarray(table["gpus"]), np.asarray(table["gpus_asked"])
     idle = gpus < asked
     if not idle.any():
-        return ranked, held
-    key, point = np.array(ranked, dtype=float), point_seconds(table, ranked)
+        return ranked, held, held
+    key, point, moved = np.array(ranked, dtype=float), point_seconds(table, ranked), held.copy()
     for count in np.unique(asked[idle]):
         whole = np.flatnonzero((gpus == count) & (asked == count))
         if not len(whole) or not is_common_size(int(count)):  # nothing on all of them ranked (planner.fallback), or an
@@ -63,5 +75,6 @@ def held_idle_rows(table, ranked: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         best = whole[np.argmin(ranked[whole])]
         rows = idle & (asked == count) & ~(point * (1 + combined_band(table, best)) < point[best])
         held |= rows
+        moved |= rows & (ranked <= ranked[best])
         key[rows] = np.maximum(key[rows], ranked[best])
-    return key, held
+    return key, held, moved

@@ -194,8 +194,8 @@ def slow_end_seconds_per_token(table: LayoutTable) -> np.ndarray:
 def ranked_seconds_per_token(table: LayoutTable) -> np.ndarray:
     """The time ranking by time compares, s per sequence: slow_end_seconds_per_token x the row's
     failure_share (its expected wall-clock with failures / failure-free, at the highest rate of the
-    range the answer prints: jobs.plan.completes) where the table carries it. The Pareto front
-    (jobs.plan.estimate) takes the same time, so the answer is always on it."""
+    range the answer prints: jobs.plan.completes) where the table carries it. The Pareto front takes it over the
+    rows ranking can answer (idle_rule.moved_rows off: jobs.plan.ranked_columns.front_rows): the answer is on it."""
     seconds_per_token = slow_end_seconds_per_token(table)
     return seconds_per_token * table["failure_share"] if "failure_share" in table.columns else seconds_per_token
 
@@ -203,8 +203,8 @@ def ranked_seconds_per_token(table: LayoutTable) -> np.ndarray:
 def ranking(table: LayoutTable, rank_by: str, cost: np.ndarray | None = None) -> np.ndarray:
     """Row order, best first: by time (slow_end_seconds_per_token), cost, GPUs then time, or the deadline rule
     (deadline_order). Where the table carries ``failure_share`` (with failures and checkpoints / failure-free, each
-    layout's own: jobs.plan.completes.completing_rows), time and cost are taken with failures and by time, counts
-    within PLATEAU_SHARE of the best go to the fewest asked; a row leaving GPUs idle needs confidence (idle_rule)."""
+    layout's own: jobs.plan.completes.completing_rows), time and cost are taken with failures and by time, counts within
+    PLATEAU_SHARE of the best go to the fewest asked; a row leaving GPUs idle needs confidence (idle_rule)."""
     seconds_per_token, cost = ranked_seconds_per_token(table), ranked_cost(table, cost)
     if rank_by == "deadline":  # time_first: count_first_rows before the deadline's cut (jobs.plan.deadline)
         first = _time_first(table)
@@ -215,16 +215,17 @@ def ranking(table: LayoutTable, rank_by: str, cost: np.ndarray | None = None) ->
         return np.argsort(cost, kind="stable")
     key, held = held_idle_rows(table, seconds_per_token)  # GPUs asked left idle only where confident (idle_rule)
     if "failure_share" not in table.columns or not len(table):
-        return np.lexsort((table["gpus"], held, key))
-    return _fewest_on_plateau(table, key, held)
+        return np.lexsort((table["gpus"], seconds_per_token, held, key))
+    return _fewest_on_plateau(table, key, held, seconds_per_token)
 
 
-def _fewest_on_plateau(table: LayoutTable, seconds_per_token: np.ndarray, held: np.ndarray) -> np.ndarray:
-    """By time (``held`` rows after the others on a tie), except that the rows within PLATEAU_SHARE of the fastest
-    come first, the fewest GPUs asked first (gpus_asked: a count and the counts weighed for it stay one choice)."""
+def _fewest_on_plateau(table: LayoutTable, key: np.ndarray, held: np.ndarray, own: np.ndarray) -> np.ndarray:
+    """By ``key`` (``held`` rows after the others on a tie, by their ``own`` time: s25 R2 S2-2), except that the rows
+    within PLATEAU_SHARE of the fastest come first, the fewest GPUs asked first (gpus_asked: a count and the counts
+    weighed for it stay one choice)."""
     asked = table["gpus_asked"] if "gpus_asked" in table.columns else table["gpus"]
-    order = np.lexsort((table["gpus"], held, seconds_per_token))
-    near = (seconds_per_token <= seconds_per_token.min() * (1 + PLATEAU_SHARE))[order]
+    order = np.lexsort((table["gpus"], own, held, key))
+    near = (key <= key.min() * (1 + PLATEAU_SHARE))[order]
     first = order[near]  # few rows: re-sorted by the count asked, their time order kept within it (stable)
     return np.concatenate((first[np.argsort(asked[first], kind="stable")], order[~near]))
 
@@ -237,8 +238,7 @@ def _cheapest_key(table: LayoutTable, cost: np.ndarray | None, seconds_per_token
 
 
 def _time_first(table: LayoutTable) -> np.ndarray:
-    """count_first_rows, read from the table's ``time_first`` column where jobs.plan.deadline stored it (before the
-    deadline's cut), else worked out."""
+    """count_first_rows: the ``time_first`` column jobs.plan.deadline stored (before the deadline's cut), else it."""
     return table["time_first"] if "time_first" in table.columns else count_first_rows(table)
 
 
@@ -292,8 +292,8 @@ def search_smaller_first(search: Callable[[tuple[int, ...]], LayoutTable], count
 
 
 def larger_counts(gpus: int, most: int = 2**24) -> tuple[int, ...]:
-    """Common cluster sizes above ``gpus`` (up to 64x it, at most ``most``), smallest first: where to
-    look for the smallest cluster that holds a model when nothing fits on ``gpus``."""
+    """Common cluster sizes above ``gpus`` (up to 64x it, at most ``most``), smallest first: where to look for the
+    smallest cluster that holds a model when nothing fits on ``gpus``."""
     return tuple(c for c in range_counts(gpus + 1, min(64 * gpus, most)) if is_common_size(c))
 
 

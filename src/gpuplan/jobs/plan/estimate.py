@@ -28,12 +28,12 @@ from gpuplan.jobs.plan import search as plan_search  # called through the module
 from gpuplan.jobs.plan.fallbacks_told import (group_count_note, idle_reason, plan_counts_without_layout,
                                            plan_fallback_note)
 from gpuplan.jobs.plan.search import PlanSearch, chosen_plan, idle_told
-from gpuplan.jobs.plan.ranked_columns import with_ranked_columns
+from gpuplan.jobs.plan.ranked_columns import front_rows, moved, shown_front, with_ranked_columns
 from gpuplan.jobs.plan.shard_group_told import shard_group_line
 from gpuplan.jobs.training.batch_ramp import ramp_input, ramp_line, ramp_notes, ramp_on
 from gpuplan.planner.idle_rule import combined_band, held_idle_rows, point_seconds
 from gpuplan.planner.plan import Plan, layout_text, ranked_seconds_per_token, ranking, row_layout
-from gpuplan.planner.search import LayoutTable, pareto_front
+from gpuplan.planner.search import LayoutTable
 from gpuplan.planner.space import RECOMPUTE_MODES
 from gpuplan.report.model import Assumption, Line, Report, Section, Table
 from gpuplan.schema import te_kernels as TE
@@ -44,6 +44,8 @@ RANKED = {"time": "time with failures at each layout's slow end: step x (1 + its
           "cost": "cost with failures at the high end of the failure rate's range, on-demand; the cost column is "
                   "failure-free", "gpus": "gpus",
           "deadline": "the deadline rule: fewest GPUs whose first layout by time meets it with failures and checkpoints"}
+HELD = ("; a row on fewer GPUs than asked, faster than all of them only within the model's band (idle rule), comes "
+        "right after their best, by its ranked days")
 COLUMNS = ("GPUs", "layout", "step s", "± model", "MFU", "days", "w/ failures", "GPU-hours", "cost", "peak/GPU",
            "exposed comm", "bubble", "ranked days")
 """'± model': the layout's uncertainty (planner/uncertainty.py); ranking by time takes each layout at
@@ -202,7 +204,8 @@ def plan_report(inputs: PlanInputs, progress=None) -> Report:
         fastest = int(np.argmax(table["mfu"]))
         check_calibrated_mfu(inputs.calibration, float(table["mfu"][fastest]),
                              layout_text(*row_layout(table, fastest, *layout_of)), int(table["gpus"][fastest]), gpu, inputs.dtype)
-    front = pareto_front(table, ("gpus", "ranked_days") + (("ranked_cost",) if price is not None else ()))
+    front, thinned = shown_front(front_rows(table, ("gpus", "ranked_days") + (("ranked_cost",) if price is not None else ()),
+                                   rank_by), best)  # at most FRONT_SHOWN, the answer among them
     without_layout = plan_counts_without_layout(inputs.gpus, result)  # once: the idle reason and the note read it
     timed = "ramp_timed" in table.columns and table["ramp_timed"][best]  # its factor: not timed twice
     ramp = ramp_on(inputs, plan, result.evaluator, table["ramp_factor"][best] if timed else None)
@@ -211,10 +214,11 @@ def plan_report(inputs: PlanInputs, progress=None) -> Report:
                       + shard_group_line(table, order, layout_of, rank_by, result))  # --shard-group auto: the group and the other kind
     checked = check_my_layout(inputs, result, plan) if inputs.layout_given else ()
     breakdown = Section(f"Step time and memory of {plan.text()}", step_lines(plan, "best") + memory_lines(plan, "best", inputs.profile.caching_allocator, gpu))
-    tables = (Table(f"top {len(top)} layouts (ranked by {RANKED[rank_by]})", COLUMNS, _rows(table, top, layout_of)),
+    held = HELD if moved(table, rank_by)[top].any() else ""  # where the top shows such rows
+    tables = (Table(f"top {len(top)} layouts (ranked by {RANKED[rank_by]}{held})", COLUMNS, _rows(table, top, layout_of)),
               Table("Pareto front (GPUs vs ranked days: the slow end with failures at the range's high rate"
-                    + (", vs cost with the same failures)" if price is not None else ")"), COLUMNS,
-                    _rows(table, front[:20], layout_of)),
+                    + (", vs cost with the same failures" if price is not None else "") + thinned + ")", COLUMNS,
+                    _rows(table, front, layout_of)),
               communication_table(plan, gpu))
     budget = _budget_for(plan, inputs, result, float(table["days"][best]) * SECONDS_PER_DAY,
                          float(table["gpu_hours"][best]))
@@ -245,7 +249,7 @@ def plan_report(inputs: PlanInputs, progress=None) -> Report:
                   + _point_fastest_note(table, best, rank_by, layout_of)
                   + plan_fallback_note(without_layout, result) + group_count_note(result.limits, plan, inputs.gpus)
                   + tuple(n for n in spec.notes if n not in budget.notes)  # the model's own (a VLM's tower left out)
-                  + caveats + budget.notes + ramp_notes(ramp, plan, inputs) + _untimed_note(table, front[:20]),
+                  + caveats + budget.notes + ramp_notes(ramp, plan, inputs) + _untimed_note(table, front),
                   tables + budget.tables, headline=PLAN_HEADLINE,
                   key_assumptions=("efficiency", "global_batch", "price"),
                   summary_table=tables[2].title if inputs.explain else tables[0].title,
