@@ -158,6 +158,7 @@ def calibration_from_dict(data: Any, source: str, expected: str = "") -> Calibra
                    if name not in OPTIONAL_FACTORS or name in data}
         if not all(isinstance(k, str) and isinstance(v, str | int | float) for k, v in reference.environment.items()):
             raise ValueError("reference.environment must map names to text or numbers")
+        _check_vocabulary(reference)
         if not (1 <= reference.gemm_dim <= 2**24 and reference.attention_efficiency <= 1):  # a size, a share
             raise ValueError("reference.gemm_dim must be 1 to 2^24 and reference.attention_efficiency at most 1")
         measurements = tuple(_build(MeasurementFit, m, f"measurements[{i}]")
@@ -170,6 +171,23 @@ def calibration_from_dict(data: Any, source: str, expected: str = "") -> Calibra
     except (KeyError, TypeError, ValueError) as exc:
         raise InputError("calibration", source, f"is incomplete or malformed ({exc}); expected {expected}") from None
     return Calibration(**factors, reference=reference, measurements=measurements, notes=notes)
+
+
+def _check_vocabulary(reference: Reference) -> None:
+    """reference.framework and each of reference.dtype's ', '-joined words name a framework (core.frameworks.FRAMEWORKS,
+    the schema's --framework) and a compute dtype (schema.vocabulary.DTYPES); '' (files before session 25) stays
+    valid. "jax" / "megatronn" / "fp7" were read silently and quoted back in the plan's warning (review R2 S2-5)."""
+    from gpuplan.core.frameworks import FRAMEWORKS
+    from gpuplan.core.precision import COMPUTE_DTYPES as DTYPES  # schema.vocabulary.DTYPES
+
+    if reference.framework and reference.framework not in FRAMEWORKS:
+        raise InputError("calibration: reference.framework", f"{reference.framework:.40}",
+                         f"is not a framework; one of {', '.join(FRAMEWORKS)} (or '' in files before session 25)")
+    bad = [d for d in reference.dtype.split(", ") if d not in DTYPES] if reference.dtype else []
+    if bad:
+        raise InputError("calibration: reference.dtype", f"{bad[0]:.40}",
+                         f"is not a compute dtype; one of {', '.join(DTYPES)}, ', '-joined where the measurements differ (or '' in files "
+                         "before session 25)")
 
 
 MAX_RATIO = 1e3

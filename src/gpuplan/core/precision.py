@@ -7,6 +7,10 @@ from dataclasses import dataclass
 
 from gpuplan.errors import InputError
 
+COMPUTE_DTYPES = ("bf16", "fp16", "fp8", "fp4", "tf32", "fp32")
+"""The compute dtypes a plan names (--dtype: schema.vocabulary.DTYPES) and a calibration records (its
+reference.dtype, calibrate.model): defined here, below both, so neither imports the other."""
+
 
 @dataclass(frozen=True)
 class PrecisionRecipe:

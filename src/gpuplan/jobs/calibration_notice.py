@@ -26,6 +26,20 @@ def with_calibration_warning(report: Report, inputs, gpu_id: str) -> Report:
                    notes=(f"calibration: {warning}",) + tuple(report.notes))
 
 
+def calibration_first(report: Report) -> Report:
+    """``report`` with its calibration warning (with_calibration_warning's) first again: the first answer line, the
+    first section and the first note, after a view rebuilt its headline or sections (jobs.budget.estimate's train and
+    budget views dropped it from the answer and listed it after the time sections: review R2 S2-6). Unchanged where
+    there is none."""
+    if not any(ln.key == "calibration_warning" for sec in report.sections for ln in sec.lines):
+        return report
+    first = tuple(sec for sec in report.sections if sec.title == "Calibration warning")
+    notes = tuple(n for n in report.notes if n.startswith("calibration: "))
+    return replace(report, sections=first + tuple(sec for sec in report.sections if sec not in first),
+                   headline=("calibration_warning",) + tuple(k for k in report.headline if k != "calibration_warning"),
+                   notes=notes + tuple(n for n in report.notes if n not in notes))
+
+
 def dtype_warning(cal, dtype: str | None) -> str:
     """The line for a calibration fitted at another compute dtype than ``dtype`` (the plan's, --recipe fp8's where it
     set it): its factors are measured / predicted at that dtype's peak, so at another they scale another prediction

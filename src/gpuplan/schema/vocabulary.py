@@ -21,7 +21,7 @@ from gpuplan.core.memory.recompute import MEGATRON_RECOMPUTE_MODULES
 from gpuplan.errors import InputError
 from gpuplan.schema import types as T
 
-DTYPES = ("bf16", "fp16", "fp8", "fp4", "tf32", "fp32")
+DTYPES = M.COMPUTE_DTYPES
 RECOMPUTE = ("none", "selective", "full")
 IMPLEMENTATIONS = ("hf", "megatron", "megatron-local", "torchtitan")
 ATTENTION_KERNELS = ("flash", "flash1", "sdpa", "eager")

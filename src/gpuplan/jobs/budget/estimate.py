@@ -48,9 +48,11 @@ def estimate_budget(inputs: TrainingInputs) -> Report:
     inputs_lines = train.inputs + (Line("gpus_rented", "GPUs rented", gpus, "GPUs", f"{gpus:,}"),)
     assumptions = tuple(a for a in train.assumptions if a.key != "contingency") + result.assumptions
     title = f"Training budget: {spec.name} on {train.line('tokens').text} tokens, {gpus:,} x {gpu.name}"
-    return in_device_words(Report("budget", title, inputs_lines, assumptions, time_sections + memory + result.sections,
-                                  train.notes + result.notes, result.tables, headline=TRAIN_HEADLINE,
-                                  key_assumptions=("mfu", "comm_allowance", "budget_price")), gpu)
+    from gpuplan.jobs.calibration_notice import calibration_first
+
+    return in_device_words(calibration_first(Report(
+        "budget", title, inputs_lines, assumptions, time_sections + memory + result.sections, train.notes + result.notes,
+        result.tables, headline=TRAIN_HEADLINE, key_assumptions=("mfu", "comm_allowance", "budget_price"))), gpu)
 
 
 def _budget(spec, gpu, inputs, train, plan, used, gpus: int, wall: float, ends):
@@ -120,4 +122,7 @@ def with_cost_headline(report: Report) -> Report:
     """`gpuplan budget`: the same report, its answer-first view headed by the cost lines."""
     from dataclasses import replace
 
-    return replace(report, headline=BUDGET_HEADLINE, key_assumptions=("budget_price", "budget_spot", "mfu"))
+    from gpuplan.jobs.calibration_notice import calibration_first
+
+    return calibration_first(replace(report, headline=BUDGET_HEADLINE,
+                                     key_assumptions=("budget_price", "budget_spot", "mfu")))
