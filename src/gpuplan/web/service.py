@@ -173,8 +173,12 @@ def warm_up() -> None:
 
 
 def cache_key(name: str, body: dict[str, Any], lang: str, calibration_dir: str | None) -> str:
-    """The result cache's key of a request (the same request in any key order is one key)."""
-    return json.dumps([name, lang, body, calibration_dir], sort_keys=True, default=repr)
+    """The result cache's key of a request (the same request in any key order is one key), with the bytes of each
+    calibration file it names (web.calibration_files: a rewritten file is not answered from the cache)."""
+    from gpuplan.web.calibration_files import calibration_fingerprints
+
+    return json.dumps([name, lang, body, calibration_dir, calibration_fingerprints(body, calibration_dir)],
+                      sort_keys=True, default=repr)
 
 
 def cached(key: str) -> dict[str, Any] | None:
