@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 KEPT = 4
-"""Files kept per kind, least recently read first out (a command reads one model and one calibration)."""
+"""Files kept per kind, the first kept first out (by insertion, not by last read: a command reads one model and one
+calibration, so the order hardly matters)."""
 _KEPT: dict[tuple[str, str, bytes], Any] = {}
 
 
@@ -19,24 +20,36 @@ def read_once(path: str | Path, kind: str, load: Callable[[], Any]) -> Any:
     """``load()``'s result for the file at ``path``, called again only when the file's bytes changed (a SHA-256 of
     them: a rewrite within the file system's timestamp granularity keeps its size and mtime). ``kind``: its
     adapters.files.MAX_BYTES cap. Anything but a regular file within the cap goes to ``load`` each time, for its
-    refusal (a FIFO or a device is never opened here); a refusal is raised, never kept."""
+    refusal (a FIFO or a device is never opened here); a refusal is raised, never kept. ``load`` reads the file
+    itself, so its result is kept only where the file still holds the bytes hashed after it (a rewrite while it read
+    was kept under the old bytes' key: review R2 N)."""
     import hashlib
     import stat
 
     from gpuplan.adapters.files import MAX_BYTES
 
-    try:
+    def key_now():
         file = Path(path)
         st = file.stat()
         if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_BYTES[kind]:
-            return load()
-        key = (kind, str(file.resolve()), hashlib.sha256(file.read_bytes()).digest())
+            return None
+        return kind, str(file.resolve()), hashlib.sha256(file.read_bytes()).digest()
+
+    try:
+        key = key_now()
     except (OSError, ValueError, RuntimeError):  # no such file, a link loop, a NUL: the reader's own refusal
+        key = None
+    if key is None:
         return load()
     kept = _KEPT.get(key)
     if kept is not None:
         return kept
     value = load()  # a refusal is raised, never kept
+    try:  # load() read the file again: kept only where it read the bytes hashed (not a rewrite in between)
+        if key_now() != key:
+            return value
+    except (OSError, ValueError, RuntimeError):
+        return value
     try:
         while sum(k[0] == kind for k in list(_KEPT)) >= KEPT:
             _KEPT.pop(next(k for k in list(_KEPT) if k[0] == kind), None)
