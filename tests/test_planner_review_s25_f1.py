@@ -83,3 +83,21 @@ def test_a_long_front_is_spread_along_it_with_the_answer():
     front = _ranked(table, at)
     assert answer.value("best_gpus") == 3072 and front[-1][0] == 3072 and front[0] == (20, pytest.approx(73.6, abs=0.05))
     assert len(front) <= 20 and "the answer among them" in table.title
+
+
+def test_budget_says_the_gpus_given_it_leaves_idle():
+    """S2-4: budget llama-3.1-70b on 256 H100s with --tp 4 --pp 8 --vpp 10 --cp 1 --micro-batch 1 and a 1T:16 ramp: a
+    16-sequence phase needs pp 8 micro-batches a step, so dp = 16 / (8 x 1) = 2 at most, 2 x 4 x 8 = 64 GPUs, and
+    192 of the 256 sit idle. Its answer-first view printed 'GPUs 64' and 360 days with nothing saying so (train's
+    layout line did); the GPUs line says it now, in budget's view and train's."""
+    import gpuplan
+    from gpuplan.jobs.budget.estimate import BUDGET_HEADLINE
+    from gpuplan.jobs.budget.schema import BudgetInputs
+    from gpuplan.jobs.training.schema import TrainingInputs
+
+    ask = dict(model="llama-3.1-70b", gpu="h100", gpus=256, mfu="predicted", tokens="2T", global_batch=512,
+               framework="megatron", tp=4, pp=8, vpp=10, cp=1, micro_batch=1, batch_ramp="1T:16")
+    budget = gpuplan.estimate_budget(BudgetInputs(**ask))
+    assert "gpus" in BUDGET_HEADLINE  # `gpuplan budget`'s answer-first view (with_cost_headline)
+    assert budget.value("gpus") == 64 and budget.line("gpus").text == "64 (192 of the 256 given left idle)"
+    assert gpuplan.estimate_training(TrainingInputs(**ask)).line("gpus").text == budget.line("gpus").text

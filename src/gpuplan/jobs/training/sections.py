@@ -103,14 +103,18 @@ def _gpus_lines(time: TimeEstimate, inputs: TrainingInputs, solved: str) -> tupl
     # GPUs given: the time is on those the layout computes on (`--gpus 1113` runs the 7B on 1,112)
     given = "given" if inputs.gpus is None or budget.gpus == inputs.gpus else (
         f"the layout's: {inputs.gpus:,} given, {inputs.gpus - budget.gpus:,.0f} left idle (not counted)")
+    # in the value too: budget's answer-first view prints no note nor layout line (s25 R2 S2-4: 'GPUs 64', nothing
+    # saying 192 of the 256 given sit idle)
+    count = f"{budget.gpus:,.0f}" + ("" if given == "given" else f" ({inputs.gpus - budget.gpus:,.0f} of the "
+                                                                   f"{inputs.gpus:,} given left idle)")
     if time.mode == "solved" and time.deadline_wall_seconds is not None:  # GPUs and days given: MFU solved
         met = time.deadline_wall_seconds / SECONDS_PER_DAY
-        return (Line("gpus", "GPUs", budget.gpus, "GPUs", f"{budget.gpus:,.0f}", given),
+        return (Line("gpus", "GPUs", budget.gpus, "GPUs", count, given),
                 Line("deadline_met", f"wall-clock with {time.deadline_allowances}", met, "days", format_duration(met * SECONDS_PER_DAY),
                      f"the MFU is solved for this: the {_days(time.deadline_days)} given"))
     if time.deadline_days is None:
         return (Line("gpus", "GPUs" + (" (solved)" if solved == "gpus" else ""), budget.gpus, "GPUs",
-                     f"{budget.gpus:,.1f} -> {budget.gpus_whole:,} GPUs" if solved == "gpus" else f"{budget.gpus:,.0f}",
+                     f"{budget.gpus:,.1f} -> {budget.gpus_whole:,} GPUs" if solved == "gpus" else count,
                      "GPU-days / days" if solved == "gpus" else (
                          "the layout's" if time.mode == "predicted" and given == "given" else given),
                      *(_band(time, "gpus") if solved == "gpus" else (None, None))),)
