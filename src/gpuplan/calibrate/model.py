@@ -89,6 +89,10 @@ class Reference:
     dtype: str = ""
     """The compute dtype the factors were fitted at (the measurements' --dtype, or --recipe fp8's: fp8), ', '-joined
     where they differ; '' in files before session 25. A plan at another dtype is told (jobs.calibration_notice)."""
+    layout: dict = field(default_factory=dict)
+    """What calibrate timed the (first) log with that its flags cannot state: {"cp": 1, "vpp": 1, "tp_overlap": the
+    share of TP communication hidden, core.time.step.StepSettings.tp_overlap}; {} in files before session 25 and for
+    trials. A plan at another --cp / --vpp / --tp-overlap is told (jobs.calibration_notice.layout_warning)."""
 
 
 @dataclass(frozen=True)
@@ -159,6 +163,9 @@ def calibration_from_dict(data: Any, source: str, expected: str = "") -> Calibra
         if not all(isinstance(k, str) and isinstance(v, str | int | float) for k, v in reference.environment.items()):
             raise ValueError("reference.environment must map names to text or numbers")
         _check_vocabulary(reference)
+        if any(k not in LAYOUT_KEYS or isinstance(v, bool) or not isinstance(v, int | float) or not 0 <= v <= 2**20
+               for k, v in reference.layout.items()):
+            raise ValueError(f"reference.layout must map {', '.join(LAYOUT_KEYS)} to numbers from 0")
         if not (1 <= reference.gemm_dim <= 2**24 and reference.attention_efficiency <= 1):  # a size, a share
             raise ValueError("reference.gemm_dim must be 1 to 2^24 and reference.attention_efficiency at most 1")
         measurements = tuple(_build(MeasurementFit, m, f"measurements[{i}]")
@@ -171,6 +178,10 @@ def calibration_from_dict(data: Any, source: str, expected: str = "") -> Calibra
     except (KeyError, TypeError, ValueError) as exc:
         raise InputError("calibration", source, f"is incomplete or malformed ({exc}); expected {expected}") from None
     return Calibration(**factors, reference=reference, measurements=measurements, notes=notes)
+
+
+LAYOUT_KEYS = ("cp", "vpp", "tp_overlap")
+"""reference.layout's keys: Reference.layout."""
 
 
 def _check_vocabulary(reference: Reference) -> None:

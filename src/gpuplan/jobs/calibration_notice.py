@@ -8,16 +8,19 @@ from dataclasses import replace
 from gpuplan.report.model import Line, Report, Section
 
 
-def with_calibration_warning(report: Report, inputs, gpu_id: str) -> Report:
+def with_calibration_warning(report: Report, inputs, gpu_id: str, layout=None) -> Report:
     """``report`` with the calibration warning first when ``inputs.calibration`` was measured on
-    another device, GPU or framework, or fitted at another compute dtype (dtype_warning); unchanged otherwise."""
+    another device, GPU or framework, or fitted at another compute dtype (dtype_warning), or the planned ``layout``
+    (core.parallel.ParallelLayout; None: not known) and --tp-overlap differ from what calibrate timed the log with
+    and cannot state (layout_warning); unchanged otherwise."""
     cal = getattr(inputs, "calibration", None)
     if cal is None:
         return report
     from gpuplan.calibrate.apply import calibration_warning
 
     warning = "; ".join(text for text in (calibration_warning(cal, gpu_id, getattr(inputs, "framework", None)),
-                                          dtype_warning(cal, getattr(inputs, "dtype", None))) if text)
+                                          dtype_warning(cal, getattr(inputs, "dtype", None)),
+                                          layout_warning(cal, layout, getattr(inputs, "tp_overlap", None))) if text)
     if not warning:
         return report
     line = Line("calibration_warning", "calibration", warning, text=warning)
@@ -50,3 +53,24 @@ def dtype_warning(cal, dtype: str | None) -> str:
         return ""
     return (f"calibration fitted at dtype {fitted}, planned at {dtype}: its time factors are ratios to the {fitted} "
             f"prediction, applied to the {dtype} one (calibrate with the plan's --dtype / --recipe)")
+
+
+def layout_warning(cal, layout, tp_overlap: float | None) -> str:
+    """The line for a plan whose context parallelism or virtual pipeline stages (``layout``'s cp, vpp), or --tp-overlap
+    (``tp_overlap``, None: not given), differ from what calibrate timed the log with (calibrate.model.Reference.layout:
+    cp 1, vpp 1 and the framework's TP overlap, which calibrate's flags cannot state): the calibration reproduces the
+    log only at those (review R2 S1-3: llama-3-8b tp 2 pp 2 megatron, a 1.0 s log: train 1.000 s at --cp 1 --vpp 1,
+    0.905 s at the vpp 16 it picks, 0.952 s at --vpp 2, 0.985 s at --tp-overlap 0.5). '' where they match or the file
+    does not say (files before session 25, trials)."""
+    ref = getattr(cal.reference, "layout", None) or {}
+    if not ref:
+        return ""
+    planned = {"cp": getattr(layout, "cp", None), "vpp": getattr(layout, "vpp", None), "tp_overlap": tp_overlap}
+    names = {"cp": "--cp", "vpp": "--vpp", "tp_overlap": "--tp-overlap"}
+    differ = [k for k in names if k in ref and planned[k] is not None and abs(planned[k] - ref[k]) > 1e-9]
+    if not differ:
+        return ""
+    timed = " ".join(f"{names[k]} {ref[k]:g}" for k in differ)
+    return (f"calibration timed its log at {timed} (options calibrate cannot state), planned at "
+            f"{' '.join(f'{names[k]} {planned[k]:g}' for k in differ)}: the calibrated step is not the log's at its own "
+            f"layout; give {timed} to reproduce it (docs/calibration.md)")

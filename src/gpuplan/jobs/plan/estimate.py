@@ -254,7 +254,7 @@ def plan_report(inputs: PlanInputs, progress=None) -> Report:
                   key_assumptions=("efficiency", "global_batch", "price"),
                   summary_table=tables[2].title if inputs.explain else tables[0].title,
                   summary_columns=() if inputs.explain else ("GPUs", "layout", "step s", "± model", "MFU", "days",
-                                                              "w/ failures", "cost", "peak/GPU")), inputs, gpu.id), inputs, plan,
+                                                              "w/ failures", "cost", "peak/GPU")), inputs, gpu.id, plan.layout), inputs, plan,
                                in_answer=inputs.explain)
     return in_device_words(report, gpu)  # a TPU's answer in chips (schema.tpu_rules.device_noun)
 

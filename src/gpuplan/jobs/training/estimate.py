@@ -64,7 +64,7 @@ def training_report(inputs: TrainingInputs, after_allowances: AfterAllowances | 
 
     from gpuplan.jobs.step_classes import with_step_classes
 
-    report = with_calibration_warning(report, inputs, gpu.id)
+    report = with_calibration_warning(report, inputs, gpu.id, getattr(plan, "layout", None))
     report = with_step_classes(report, inputs, plan) if plan is not None else report
     return in_device_words(report, gpu), plan, inputs  # a TPU's answer in chips (schema.tpu_rules.device_noun)
 
