@@ -32,7 +32,8 @@ def reproducing(cal: Calibration, rows: list) -> tuple[Calibration, str]:
     taken; without a crossing, of the factors whose step comes within REPRODUCED of the measurement (times the step)
     of the nearest any factor reaches, the one nearest 1 is taken (a factor at the range's end that buys 0.4% of a
     step the model cannot reach would distort every other layout), and where that step is more than REPRODUCED off
-    the measured one the note says so (session 25 review R2 S1-2: the linear fit, 0.794, moved that 0.50 s log's
+    the measured one the note says so. A linear fit beyond the range with no factor in it reaching the measurement is
+    left for calibrate.fit._within_bounds to refuse (a 12x slower log: the flags do not describe the run) (session 25 review R2 S1-2: the linear fit, 0.794, moved that 0.50 s log's
     step from 0.586 to 0.643 s, away from it)."""
     import math
 
@@ -75,6 +76,8 @@ def reproducing(cal: Calibration, rows: list) -> tuple[Calibration, str]:
     if roots:
         value = min(roots, key=lambda v: abs(math.log(v)))
         return at(value), ""
+    if not low <= f.value <= high:  # no factor in range reaches it and the linear fit is beyond the range: the fit
+        return cal, ""             # refuses it (calibrate.fit._within_bounds: the flags do not describe the run)
     nearest = min(abs(g) for g in gaps)  # the best any factor does: of those within REPRODUCED of it, the one nearest 1
     value = min((v for v, g in zip(grid, gaps) if abs(g) <= nearest + REPRODUCED * y), key=lambda v: abs(math.log(v)))
     step = gap(value) + y
