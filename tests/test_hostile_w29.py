@@ -121,6 +121,20 @@ def test_a_copied_measurement_is_refused_naming_the_copy(run_cli, tmp_path, sour
                    "equal: a copy); give each measured run once\n") and not out.exists()
 
 
+def test_a_copied_table_is_refused_though_its_note_names_its_path(run_cli, tmp_path):
+    """A table's note begins with its own path ('a.csv: no logged TFLOP/s or MFU states ...'), so a copy under another
+    name differed in that note alone and was fitted as a second run ('2 measurements, residuals 0'; final read s25)."""
+    from helpers import field_refusal
+
+    a, b = tmp_path / "a.csv", tmp_path / "b.csv"
+    for path in (a, b):
+        path.write_text("step,step_time_s\n1,1.0\n2,1.0\n3,1.0\n")
+    flags = ("--model", "llama-3-8b", "--gpu", "h100", "--gpus", "8", "--seq-len", "8192", "--zero", "3",
+             "--global-batch", "8")
+    err = field_refusal(run_cli("calibrate", str(a), str(b), *flags), "files")
+    assert f"got '{b}'; is the same measurement as '{a}'" in err
+
+
 def test_two_measured_runs_and_one_alone_are_still_calibrated(run_cli):
     other = os.path.join(os.path.dirname(TRIAL), "profile_llama-3.2-1b_full_mb1_s4096.json")
     for files in ((TRIAL,), (TRIAL, other)):

@@ -67,6 +67,12 @@ def test_the_layout_search_imports_no_optional_numpy_submodule():
                            "    assert main(['plan', 'llama-3.1-70b', '--gpu', 'h100', '--gpus', '1024']) == 0")
     assert "gpuplan.planner.uncertainty" in loaded
     assert not {"numpy.ma", "numpy.random"} & loaded
+    # an ask whose rows leave GPUs idle (planner.idle_rule) and whose front is long (jobs.plan.ranked_columns)
+    loaded = _modules_after("from gpuplan.cli import main; import io, contextlib\n"
+                           "with contextlib.redirect_stdout(io.StringIO()):\n"
+                           "    assert main(['plan', 'llama-3.1-8b', '--gpu', 'h100', '--gpus', '1024', '--global-batch', "
+                           "'1000']) == 0")
+    assert not {"numpy.ma", "numpy.random"} & loaded
 
 
 def test_plan_and_train_leave_out_what_only_other_paths_need():

@@ -50,3 +50,21 @@ def test_a_rewritten_calibration_is_read_again(tmp_path, capsys):
     from gpuplan.web.calibration_files import calibration_names
 
     assert calibration_names({"stages": [{"calibration": "a"}, {"x": {"calibration": "b"}}]}) == ["a", "b"]
+
+
+def test_the_key_reads_the_file_the_request_reads(tmp_path):
+    """A directory 'cal' beside cal.json: calibration_document passes it over and reads cal.json, and the key is now
+    cal.json's bytes too (final read s25: it was the directory's mode and size, so a rewritten cal.json stayed
+    answered from the cache)."""
+    import hashlib
+
+    from gpuplan.web.calibration_files import fingerprint
+
+    folder = tmp_path / "cals"
+    folder.mkdir()
+    (folder / "cal").mkdir()
+    (folder / "cal.json").write_text('{"a": 1}')
+    assert fingerprint(str(folder), "cal") == hashlib.sha256(b'{"a": 1}').hexdigest()
+    (folder / "cal.json").write_text('{"a": 2}')
+    assert fingerprint(str(folder), "cal") == hashlib.sha256(b'{"a": 2}').hexdigest()
+    assert fingerprint(str(folder), "missing") == ""

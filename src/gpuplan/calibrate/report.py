@@ -12,6 +12,7 @@ from gpuplan.calibrate.apply import (
 )
 from gpuplan.calibrate.measurement import Measurement
 from gpuplan.calibrate.model import Calibration, Factor
+from gpuplan.calibrate.reproduce import REPRODUCED
 from gpuplan.core.time import step as S
 from gpuplan.core.comm.topology import (
     DEFAULT_SCALE_OUT_EFFICIENCY,
@@ -176,7 +177,7 @@ def calibration_report(cal: Calibration, written_to: str | None = None,
         Assumption("skip", "log warm-up", "first logged step skipped", "compilation / warm-up", ""),
     )
     missed = [m for m in cal.measurements if m.step_measured_s and m.step_calibrated_s is not None
-              and abs(m.step_calibrated_s / m.step_measured_s - 1) > 0.01]  # calibrate.reproduce.REPRODUCED
+              and abs(m.step_calibrated_s / m.step_measured_s - 1) > REPRODUCED]
     exact = ("factors are exact at the measured configuration" if not missed else
              "factors do not reproduce every measured step (" + ", ".join(
                  f"{m.source}: {m.step_measured_s:.4g} s measured, {m.step_calibrated_s:.4g} s calibrated"

@@ -76,10 +76,10 @@ class CalibrateInputs(JobInputs):
 
         given = self.given
         kw = {name: getattr(self, name) for name in ("model", "gpu", "gpus", "tp", "pp", "ep", "zero", "micro_batch",
-                                                     "global_batch", "seq_len", "recipe", "recompute", "dtype")
+                                                     "global_batch", "seq_len", "recipe", "recompute", "dtype",
+                                                     "framework")
               if (name in given or name == "dtype") and getattr(self, name) is not None}  # dtype: follow_model's
         from gpuplan.calibrate.train_step import LOG_STEP_OPTIONS
 
         options = tuple((name, getattr(self, name)) for name in LOG_STEP_OPTIONS if name in given)
-        fw = {"framework": self.framework} if "framework" in given else {}
-        return LogContext(**kw, **fw, options=options)
+        return LogContext(**kw, options=options)

@@ -172,7 +172,7 @@ def _check_each_run_once(found: list[Measurement]) -> None:
 
     seen: dict[str, str] = {}
     for m in found:
-        key = repr(replace(m, source=""))
+        key = repr(replace(m, source="", unchecked=m.unchecked.replace(m.source, "")))  # a log's note names its path
         if key in seen:
             raise InputError("files", m.source, f"is the same measurement as {seen[key]!r} (every field and number "
                              "equal: a copy); give each measured run once")

@@ -68,9 +68,9 @@ def _held(table, ranked: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray
     if not idle.any():
         return ranked, held, held
     key, point, moved = np.array(ranked, dtype=float), point_seconds(table, ranked), held.copy()
-    for count in np.unique(asked[idle]):
+    for count in sorted(set(asked[idle].tolist())):  # not np.unique: it imports numpy.ma (tests/test_startup.py)
         whole = np.flatnonzero((gpus == count) & (asked == count))
-        if not len(whole) or not is_common_size(int(count)):  # nothing on all of them ranked (planner.fallback), or an
+        if not len(whole) or not is_common_size(count):  # nothing on all of them ranked (planner.fallback), or an
             continue  # irregular count, whose own layouts are forced (1,113 = 3 x 7 x 53): the rows below as ranked
         best = whole[np.argmin(ranked[whole])]
         rows = idle & (asked == count) & ~(point * (1 + combined_band(table, best)) < point[best])

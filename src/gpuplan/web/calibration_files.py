@@ -44,20 +44,28 @@ def fingerprint(folder: str, name: str) -> str:
 
     if not name or "/" in name or "\\" in name or "\0" in name or ".." in name:
         return ""
-    for path in (Path(folder) / name, Path(folder) / f"{name}.json"):
-        try:
-            st = os.lstat(path)
-            if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_BYTES["calibration"]:
-                return f"mode {st.st_mode:o} size {st.st_size}"
-            flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
-            fd = os.open(path, flags)  # swapped for a link or a FIFO since the lstat: not followed, not waited on
-            with os.fdopen(fd, "rb") as file:
-                if not stat.S_ISREG(os.fstat(file.fileno()).st_mode):
-                    return "not a regular file"
-                return hashlib.sha256(file.read(MAX_BYTES["calibration"] + 1)).hexdigest()
-        except (OSError, ValueError):
-            continue
-    return ""
+    path = calibration_candidate(folder, name)  # the file calibration_document reads (a directory 'cal' beside
+    if path is None:                            # cal.json is passed over there, so here too: final read s25)
+        return ""
+    try:
+        st = os.lstat(path)
+        if st.st_size > MAX_BYTES["calibration"]:
+            return f"mode {st.st_mode:o} size {st.st_size}"
+        flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+        fd = os.open(path, flags)  # swapped for a link or a FIFO since the check: not followed, not waited on
+        with os.fdopen(fd, "rb") as file:
+            if not stat.S_ISREG(os.fstat(file.fileno()).st_mode):
+                return "not a regular file"
+            return hashlib.sha256(file.read(MAX_BYTES["calibration"] + 1)).hexdigest()
+    except (OSError, ValueError):
+        return ""
+
+
+def calibration_candidate(folder: str, name: str) -> Path | None:
+    """The file a calibration name stands for in ``folder``: ``name`` or ``name``.json, the first that is a regular
+    file and no symbolic link (never followed: a request cannot make the server open a path elsewhere); None."""
+    candidates = (Path(folder) / name, Path(folder) / f"{name}.json")
+    return next((c for c in candidates if not c.is_symlink() and c.is_file()), None)
 
 
 def calibration_fingerprints(body: Any, folder: str | None) -> list[str]:

@@ -215,8 +215,9 @@ def calibration_document(value: Any, folder: str | None) -> dict[str, Any]:
 
     # a name is a regular file of the folder itself: a symbolic link (to /etc/passwd, or out of the
     # folder) is not followed, so a request can never make the server open a path elsewhere
-    candidates = [Path(folder) / value, Path(folder) / f"{value}.json"]
-    path = next((c for c in candidates if not c.is_symlink() and c.is_file()), None)
+    from gpuplan.web.calibration_files import calibration_candidate
+
+    path = calibration_candidate(folder, value)
     if path is None:
         raise InputError("calibration", value, "no such calibration in the server's --calibration-dir")
     from gpuplan.calibrate.model import calibration_from_dict

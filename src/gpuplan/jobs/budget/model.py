@@ -299,8 +299,10 @@ def scenario(run: RunFacts, s: BudgetSettings, gpus: float, rate: float | None =
 
 def scenarios(run: RunFacts, s: BudgetSettings, gpus: float, rates: tuple[float | None, ...]) -> list[Scenario]:
     """scenario at each failure rate of ``rates`` (None: the settings'), the checkpoint and storage facts worked out
-    once (they do not depend on the rate): the planner's failure shares read three rates per (count, writers) group,
-    11,329 groups on a long-context search (jobs/plan/completes._plans_of; session 24)."""
+    once (they do not depend on the rate): the given count's door reads three rates (jobs/plan/completes._plans_of);
+    the planner's search reads the same plans for every (count, writers) group at once from
+    jobs/plan/failure_plans.group_plan_columns, which mirrors this function operation for operation (a branch added
+    here goes there too: tests/test_failure_plan_columns.py checks them bit for bit)."""
     nodes = IO.nodes_for(gpus, run.devices_per_node)
     work = (run.wall_seconds + run.eval_seconds) * run.gpus / gpus  # evaluations: forward work, failures hit it too
     writers = C.checkpoint_writers(int(round(gpus)), run.zero, run.model_parallel, s.checkpoint_writer_group)

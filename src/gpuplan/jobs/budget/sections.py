@@ -255,10 +255,12 @@ def cost_section(run: RunFacts, sc: Scenario, p: Prices, scaled: list[tuple[floa
 def contingency_section(run: RunFacts, s: BudgetSettings, sc: Scenario, p: Prices) -> Section:
     run_hours = K.billed_gpu_hours(run.gpus, run.wall_seconds + run.eval_seconds)  # in-loop evaluation: its own lines
     modelled = sc.billed_on_demand - run_hours
-    parts = K.with_expected_floor(K.contingency_lines(run.gpu_hours, s.contingency, modelled), run.gpu_hours, modelled)
-    spot_modelled = sc.billed_spot - run_hours  # the spot budget's floor: its own expected hours (reclaims included)
-    spot_parts = K.with_expected_floor(K.contingency_lines(run.gpu_hours, s.contingency, spot_modelled), run.gpu_hours,
-                                       spot_modelled)
+    def floored(expected_extra: float):  # the shares, never below the failure model's expected hours
+        return K.with_expected_floor(K.contingency_lines(run.gpu_hours, s.contingency, expected_extra), run.gpu_hours,
+                                     expected_extra)
+
+    parts = floored(modelled)
+    spot_parts = floored(sc.billed_spot - run_hours)  # the spot budget's floor: its own expected hours (reclaims in)
     money = (lambda h: "") if p.on_demand is None else (lambda h: ", " + _usd(h * p.on_demand))
     outside = "; outside the loop: in-loop evaluation is its own section's (--contingency-evaluation 0 if that is all)"
     floor = "the failure model's expected - failure-free GPU-hours, less the shares: never below the expected cost"

@@ -137,17 +137,15 @@ def _table_plans(inputs, evaluator, settings, table, firsts: np.ndarray):
                               table["gpus"][firsts].astype(float), _writers(inputs, table)[firsts])
 
 
-def _mics_groups(inputs, table, rows: np.ndarray | None = None) -> np.ndarray:
-    """The DeepSpeed MiCS shard group of each row of ``table`` (``rows``: of those only), whose data-parallel ranks
-    (x tp x pp) write the checkpoint (core.economics.checkpoint.mics_writer_group); 0 where every rank writes:
-    another framework or no group."""
-    count = len(table) if rows is None else len(rows)
+def _mics_groups(inputs, table) -> np.ndarray:
+    """The DeepSpeed MiCS shard group of each row of ``table``, whose data-parallel ranks (x tp x pp) write the
+    checkpoint (core.economics.checkpoint.mics_writer_group); 0 where every rank writes: another framework or no
+    group."""
     if getattr(inputs, "framework", None) != "deepspeed":
-        return np.zeros(count, np.int64)
+        return np.zeros(len(table), np.int64)
     if "shard_group" in table.columns:  # --shard-group auto: each row's own (0: plain sharding)
-        groups = table["shard_group"]
-        return (groups if rows is None else groups[rows]).astype(np.int64)
-    return np.full(count, fixed_shard_group(getattr(inputs, "shard_group", None)) or 0, np.int64)
+        return table["shard_group"].astype(np.int64)
+    return np.full(len(table), fixed_shard_group(getattr(inputs, "shard_group", None)) or 0, np.int64)
 
 
 def _plans_of(run, settings, gpus: float):

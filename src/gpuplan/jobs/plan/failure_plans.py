@@ -21,7 +21,7 @@ def group_plan_columns(spec, node, recipe: str, settings, gpus: np.ndarray, writ
     """jobs.budget.model.scenarios(run, settings, g, (None, *failure_rate_range(rate))) for each group's GPU count
     ``gpus`` (float) and checkpoint writers ``writers`` (int >= 1: core.economics.checkpoint.checkpoint_writers of
     the group, the MiCS writer group already in it), with the run's step 0 (no step floor: each row's own step
-    floors its interval, completes._wall_shares), as completes._plans_of reads them. ``node``: the accelerator
+    floors its interval, completes._wall_shares), as completes._plan_columns reads them. ``node``: the accelerator
     with its node size (--gpus-per-node); ``recipe``: the table's precision recipe (the checkpoint's bytes)."""
     from gpuplan.catalog.storage import storage_spec
     from gpuplan.core.economics import checkpoint as C

@@ -48,6 +48,6 @@ def shown_front(front: np.ndarray, best: int, most: int = FRONT_SHOWN) -> tuple[
     3,072-GPU answer neither printed nor drawn)."""
     if len(front) <= most:
         return front, ""
-    picked = np.unique(np.round(np.linspace(0, len(front) - 1, most - 1)).astype(int))
-    shown = front[np.union1d(picked, np.flatnonzero(front == best))]
+    picked = set(np.round(np.linspace(0, len(front) - 1, most - 1)).astype(int).tolist())  # no np.unique / union1d:
+    shown = front[sorted(picked | set(np.flatnonzero(front == best).tolist()))]  # they import numpy.ma (test_startup)
     return shown, f"; {len(shown)} of its {len(front):,} points, spread along it, the answer among them"
