@@ -58,8 +58,9 @@ def test_several_reaching_factors_take_the_one_nearest_1(run_json, tmp_path):
 
 
 def test_the_mixtral_fixture_keeps_the_default_and_says_why():
-    # tests/test_calibrate.py's flags: 5.35 s of the 9.047 s step is MoE host time; the nearest any factor reaches is
-    # 9.009 s at 0.1, within 1% of the log's 5.489 s of the default's 9.047 s, so the factor stays 1 (the linear fit
+    # tp 4 / ep 4 is NOT the log's run (tp 2 / ep 8 / dp 8, where a factor of 2.04 reaches it: tests/test_calibrate.py);
+    # this test keeps it for a step no factor reaches: 5.35 s of the 9.047 s step is MoE host time; the nearest any
+    # factor reaches is 9.009 s at 0.1, within 1% of the log's 5.489 s of the default's 9.047 s, so the factor stays 1 (the linear fit
     # wrote 0.795 and 9.027 s, silently)
     from pathlib import Path
 
