@@ -128,7 +128,7 @@ class JobInputs(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True,
                               validate_default=False, protected_namespaces=(), defer_build=True)
 
-    def __init__(self, **data: Any) -> None:
+    def __init__(self, /, **data: Any) -> None:  # /: a field named self is refused as unknown, not a TypeError
         try:
             super().__init__(**data)
         except ValidationError as exc:  # a cross-field check quoting a converted value: the text passed
@@ -170,10 +170,61 @@ class JobInputs(BaseModel):
         data = {k: v for k, v in raw.items() if v is not None}
         with _source(where):
             try:
-                inputs = cls.model_validate(data)
+                inputs = super().model_validate(data)  # pydantic's own: JobInputs.model_validate is the caller's door
             except ValidationError as exc:
                 raise as_typed(input_error(exc, cls, where), data) from None
         return _remember_typed(inputs, data)
+
+    @classmethod
+    def model_validate(cls, obj: Any, **options: Any) -> Self:
+        """Pydantic's model_validate refusing as the constructor does (session 25: it raised pydantic's
+        ValidationError, not InputError naming the field): a mapping is the constructor's keywords, an instance of
+        the class is returned as it is; ``options`` (strict, context, ...) go to pydantic, its refusal converted."""
+        if options:
+            try:
+                return _remember_typed(super().model_validate(obj, **options), obj if isinstance(obj, Mapping) else {})
+            except ValidationError as exc:
+                raise as_typed(input_error(exc, cls), obj if isinstance(obj, Mapping) else {}) from None
+        if isinstance(obj, cls):
+            return obj
+        if not isinstance(obj, Mapping):
+            raise InputError("inputs", type(obj).__name__, "expected a mapping of field names to values")
+        for odd in (k for k in obj if not isinstance(k, str)):
+            raise key_refusal(odd, obj[odd])
+        return cls(**obj)
+
+    @classmethod
+    def model_validate_json(cls, json_data: str | bytes | bytearray, **options: Any) -> Self:
+        """JSON text read as the web API reads a body (web.body.read_body's rules: one object, each key once --
+        pydantic's own kept the last of a key given twice --, no null for a field), then checked by :meth:`parse`;
+        InputError naming the field. ``options`` are not read."""
+        import json
+
+        twice: list[tuple[int, str]] = []  # (index of the object, key): nested objects close first, the text's last
+
+        def once(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+            out: dict[str, Any] = {}
+            for key, value in pairs:
+                if key in out:
+                    twice.append((len(closed), key))
+                out[key] = value
+            closed.append(len(pairs))
+            return out
+
+        closed: list[int] = []
+        try:
+            data = json.loads(json_data, object_pairs_hook=once)
+        except (ValueError, RecursionError) as exc:  # JSONDecodeError, bad UTF-8, too deep
+            raise InputError("inputs", type(json_data).__name__, f"is not one valid JSON object ({exc})") from None
+        for key in (key for index, key in twice if index == len(closed) - 1):  # a field first, as the web names it
+            raise InputError(key, "twice", "is given more than once in the JSON; give each field once")
+        for _, key in twice[:1]:
+            raise InputError("inputs", f"key {key!r} twice", "a JSON object gives each key once (at every level)")
+        if not isinstance(data, dict):
+            raise InputError("inputs", type(data).__name__, "expected a JSON object of field names to values")
+        for name in (k for k, v in data.items() if v is None):
+            raise null_refusal(name)
+        return cls.parse(data)
 
     @classmethod
     def check_values(cls, raw: Mapping[str, Any], where: str | None = None) -> None:

@@ -20,8 +20,16 @@ GiB = 2**30
 DEFAULT_VERDICT_GPUS = ("a100-sxm4-40gb", "a100-sxm4-80gb", "h100-sxm", "h200-sxm", "b200", "mi300x")
 
 
+EMPTY_ENTRY = "a list of GPU names has no empty entries (e.g. h100,b200), or give one name (e.g. h100)"
+"""--compare's refusal of 'a100,' / 'a100,,h100' (the words of plan's --gpus '8,,16'; an empty entry was dropped
+silently). A name given twice is harmless and kept once (the verdict table has one row a GPU), as --gpus 8,8 and
+report --sections budget,budget keep theirs."""
+
+
 def _gpu_list(value, info) -> tuple[str, ...]:
     items = value if isinstance(value, list | tuple) else str(value).split(",")
+    if len(items) > 1 and any(not str(x).strip() for x in items):
+        raise InputError("compare", value, EMPTY_ENTRY)
     names = tuple(T.name(str(x), info) for x in items if str(x).strip())
     if not names or len(names) > 64:
         raise InputError("compare", value, "1 to 64 GPU names separated by commas, e.g. h100,b200")
