@@ -64,6 +64,22 @@ def reference_runs_by_id() -> dict[str, dict]:
     return {r["id"]: r for r in reference_runs()["runs"]}
 
 
+def check_eighth_set_rows(runs: dict[str, dict], by_hand: dict[str, tuple[float, float]]) -> None:
+    """Session 25's eighth GPU-hours set: each run's 6ND MFU from its source (jobs.validation.gpu_hours.source_6nd_mfu)
+    is the hand-worked one (``by_hand``: id -> (computed, its rounded value in the test's docstring)), and the set is
+    held out (in PREDICTED_SETS, neither fitted nor revised after its miss)."""
+    import pytest
+
+    from gpuplan.jobs.validation.gpu_hours import EIGHTH_SET, FITTED_RUNS, PREDICTED_SETS, REVISED_AFTER_MISS, \
+        source_6nd_mfu
+
+    for run_id, (mfu, rounded) in by_hand.items():
+        assert mfu == pytest.approx(rounded, abs=5e-4), run_id
+        assert source_6nd_mfu(runs[run_id]) == pytest.approx(mfu, rel=1e-9), run_id
+    assert ("eighth set (session 25), not in the bar", EIGHTH_SET) in PREDICTED_SETS
+    assert not set(EIGHTH_SET) & set(FITTED_RUNS + REVISED_AFTER_MISS)
+
+
 def published_rows_by_id() -> dict[str, dict]:
     """The published-throughput rows by id (jobs.validation.published_throughput.published_throughput_rows, a
     fresh copy per call); conftest's module-scoped ``published_rows`` fixture serves the same dict to tests."""
