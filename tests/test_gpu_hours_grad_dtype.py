@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 from helpers import reference_runs_by_id
 
-from gpuplan.jobs.plan.search import grad_comm_bytes
+from gpuplan.jobs.plan.step_settings import grad_comm_bytes
 from gpuplan.jobs.validation.gpu_hours import end_to_end_gpu_hours, run_inputs
 
 

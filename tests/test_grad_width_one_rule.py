@@ -51,7 +51,7 @@ def test_torchtitan_reduces_in_fp32_and_generic_at_its_bf16_recipe():
     """torchtitan: FSDP2's MixedPrecisionPolicy(reduce_dtype=float32) whatever the recipe holds (unchanged);
     generic: the 'mixed' recipe's bf16 buffer, 2 B unless --grad-dtype fp32 (unchanged)."""
     from gpuplan.jobs.plan.schema import PlanInputs
-    from gpuplan.jobs.plan.search import grad_comm_bytes
+    from gpuplan.jobs.plan.step_settings import grad_comm_bytes
 
     def width(**kw) -> float:
         return grad_comm_bytes(PlanInputs(model="llama-3.1-8b", gpu="h100", gpus=8, **kw))
@@ -86,7 +86,7 @@ def test_an_fp16_run_holds_and_reduces_its_gradients_in_fp16(run_json):
     2 B held and reduced (core.memory.recipe_facts.default_grad_bytes), so the default and --grad-dtype bf16 (the
     2-byte choice) agree; --grad-dtype fp32 gives 4 B in both."""
     from gpuplan.jobs.plan.schema import PlanInputs
-    from gpuplan.jobs.plan.search import grad_comm_bytes
+    from gpuplan.jobs.plan.step_settings import grad_comm_bytes
 
     def both(**kw) -> tuple:
         inputs = PlanInputs(model="llama-3.1-8b", gpu="h100", gpus=8, **kw)

@@ -147,11 +147,12 @@ def test_vectorised_pareto_front_equals_the_definition(seed):
 
 
 def test_tp_overlap_has_one_default_per_recompute_mode():
-    """jobs.plan.search.tp_overlap_by_recompute is the one source of StepSettings.tp_overlap: under megatron TE
+    """jobs.plan.step_settings.tp_overlap_by_recompute is the one source of StepSettings.tp_overlap: under megatron TE
     hides 2 of the 8 TP collectives a layer counts (0.25), 2 of 12 under full recompute
     (core.time.megatron_ops.te_hidden_tp_share); --tp-overlap 0.5 holds in every mode. The evaluator's step
     carries the no-recompute share and each layout's mode gets its own."""
-    from gpuplan.jobs.plan.search import evaluator_for, tp_overlap_by_recompute
+    from gpuplan.jobs.plan.search import evaluator_for
+    from gpuplan.jobs.plan.step_settings import tp_overlap_by_recompute
 
     fields = {"model": "llama-3.1-8b", "tokens": 1e12, "gpu": "h100", "gpus": 8, "framework": "megatron"}
     shares = dict(tp_overlap_by_recompute(PlanInputs(**fields)))

@@ -223,7 +223,7 @@ def test_plan_option_is_torchtitans_fp8_tensorwise_only():
     line under another framework, another dtype or MXFP8; under torchtitan fp8 the plan's step gathers float8."""
     from gpuplan.errors import InputError
     from gpuplan.jobs.plan.schema import PlanInputs
-    from gpuplan.jobs.plan.search import _step_settings
+    from gpuplan.jobs.plan.step_settings import _step_settings
 
     base = dict(model="llama-3.1-8b", gpus=8, gpu="h100-sxm", dtype="fp8", fsdp_float8_all_gather=True)
     for bad, cause in ((dict(framework="megatron"), r"give --framework torchtitan \(not megatron\)$"),

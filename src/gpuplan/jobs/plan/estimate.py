@@ -314,7 +314,7 @@ def _assumptions(inputs: PlanInputs, plan: Plan, result: PlanSearch) -> tuple[As
 
 
 def _overlap_assumption(inputs: PlanInputs, plan: Plan) -> Assumption:
-    """What the step model hides of the chosen layout's data-parallel traffic (jobs.plan.search._step_settings,
+    """What the step model hides of the chosen layout's data-parallel traffic (jobs.plan.step_settings._step_settings,
     core.comm.dp_costs._exposed): --dp-overlap caps the framework's schedule only when given (1.0, no cap,
     otherwise); DeepSpeed hides nothing under its PipelineEngine or below ZeRO-3 (overlap_comm off at its
     defaults, no input for it) and its fitted ZeRO-3 share (review w8 r2: the line said 'DP/FSDP overlap 90%'

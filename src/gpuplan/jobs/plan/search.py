@@ -28,8 +28,7 @@ from gpuplan.jobs.plan.completes import check_offer_pick, with_completing_shares
 from gpuplan.jobs.plan.no_fit import no_fit_refusal
 from gpuplan.jobs.plan.offer import offers_answering_batch
 from gpuplan.jobs.plan.deadline import counts_between, deadline_counts, deadline_rows
-from gpuplan.jobs.plan.step_settings import (_step_settings, _uncalibrated_step, grad_comm_bytes,  # noqa: F401 (as
-                                             step_settings_for, tp_overlap_by_recompute)  # before: importable here)
+from gpuplan.jobs.plan.step_settings import _uncalibrated_step
 from gpuplan.planner.plan import (Plan, alternative_counts, asked_column, evaluate_layout, search_smaller_first,
                                   no_layout_error, ranking, row_layout, smallest_fitting_count)
 from gpuplan.planner.framework_rules import (COMBINED_1F1B_REFUSED_RECOMPUTE, CPU_OFFLOAD_PP, CPU_OFFLOAD_RECOMPUTE,
