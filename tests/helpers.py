@@ -76,8 +76,10 @@ def check_eighth_set_rows(runs: dict[str, dict], by_hand: dict[str, tuple[float,
     for run_id, (mfu, rounded) in by_hand.items():
         assert mfu == pytest.approx(rounded, abs=5e-4), run_id
         assert source_6nd_mfu(runs[run_id]) == pytest.approx(mfu, rel=1e-9), run_id
+    assert EIGHTH_SET == ("skywork-13b", "glm-130b", "sea-lion-7b", "sea-lion-3b")
     assert ("eighth set (session 25), not in the bar", EIGHTH_SET) in PREDICTED_SETS
     assert not set(EIGHTH_SET) & set(FITTED_RUNS + REVISED_AFTER_MISS)
+    assert all("Eighth set for the end-to-end kind" in runs[i]["notes"] for i in EIGHTH_SET)
 
 
 def published_rows_by_id() -> dict[str, dict]:

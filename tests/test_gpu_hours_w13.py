@@ -93,7 +93,7 @@ def test_training_note_quotes_its_worst_runs_end_to_end_errors(runs):
     from gpuplan.jobs.training.schema import TrainingInputs
 
     run = runs["biomedlm-2.7b"]
-    hours, basis = end_to_end_gpu_hours(run)
+    _, basis = end_to_end_gpu_hours(run)
     assert "stated --zero 3 --micro-batch 8: " in basis and "ZeRO-3 mb8, full recompute" in basis
     report = estimate_training(TrainingInputs(model="llama-3-8b", gpu="h100", gpus=64, tokens=1e12, mfu="predicted"))
     note = next(str(n) for n in report.notes if str(n).startswith("--mfu predicted is the steady state"))

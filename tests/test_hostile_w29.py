@@ -198,8 +198,10 @@ def test_a_big_config_is_read_once_a_command(run_cli, tmp_path, monkeypatch):
 
 
 def test_a_changed_config_is_read_again(tmp_path, monkeypatch):
-    """The file's identity is its path, inode, size and modification time: a config written anew is read anew."""
+    """The file's identity is its bytes (adapters.read_once: a SHA-256), not its size and modification time: a config
+    rewritten to the same size with its old timestamps put back is read anew (a stat-keyed cache would answer 32)."""
     import json
+    import os
 
     from gpuplan.adapters.resolve import resolve_model
 
@@ -208,7 +210,10 @@ def test_a_changed_config_is_read_again(tmp_path, monkeypatch):
     config.write_text(json.dumps(data))
     reads = _counting_reads(monkeypatch)
     assert resolve_model(str(config)).num_layers == 32 and resolve_model(str(config)).num_layers == 32
-    config.write_text(json.dumps(data | {"num_hidden_layers": 16}))
+    st = config.stat()
+    config.write_text(json.dumps(data | {"num_hidden_layers": 16}))  # 32 -> 16: the same size
+    os.utime(config, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert config.stat().st_size == st.st_size and config.stat().st_mtime_ns == st.st_mtime_ns
     assert resolve_model(str(config)).num_layers == 16 and len(reads) == 2
 
 

@@ -26,9 +26,10 @@ def trains_default_batch(inputs: Any, layout: Any) -> int:
     """The global batch train / budget / plan take for ``layout`` when none is given: the 4M-token target, at least
     DEFAULT_BATCH_TOKENS_PER_GPU a GPU on large clusters (planner.space.batch_target), rounded to a multiple of
     dp x micro-batch (the planner rounds to dp and picks a micro-batch dividing the rank's share, planner.space)."""
+    from gpuplan.planner.space import batch_for  # the planner's rounding itself, so N is train's
+
     target = max(inputs.target_batch(inputs.seq_len), inputs.batch_per_gpu(inputs.seq_len) * layout.world)
-    per_step = layout.dp * layout.micro_batch
-    return per_step * max(1, round(target / per_step))
+    return batch_for(layout.dp * layout.micro_batch, target)
 
 
 def batch_note(inputs: Any, spec: Any, layout: Any, settings: Any, allocated: float) -> tuple[str, ...]:
