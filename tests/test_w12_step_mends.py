@@ -88,7 +88,7 @@ def test_te_ring_kernels_only_where_te_runs_the_ring():
     from gpuplan.core.comm.topology import cluster_for
     from gpuplan.core.time import context_parallel as CP
     from gpuplan.core.time.step import StepSettings, microbatch_compute_time
-    from gpuplan.jobs.plan import search as S
+    from gpuplan.jobs.plan import step_settings as S
     from gpuplan.jobs.plan.schema import PlanInputs
 
     spec, gpu = load_model("llama-3.1-405b"), load_accelerator("gb200")
