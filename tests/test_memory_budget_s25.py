@@ -18,7 +18,7 @@
 5. A key that is no text and a field given no value were refused in other words at each door: a YAML plan file's
    `1: 2` 'is not valid YAML (line 3): keys must be names (text), got 1' where Python's {1: 2} said 'is not a field
    name (an int)', and a Python None 'got no value; expected a number ...' where files and bodies said 'give a
-   value, or leave the key out for the default'. One wording, in the schema (schema.base.key_refusal, null_refusal).
+   value, or leave the key out for the default'. One wording (schema.base.key_refusal, errors.null_refusal).
 """
 
 import json

@@ -39,7 +39,6 @@ class NoLayoutFits(InputError):
     which the message names); None where none up to 64x the count does."""
 
 
-MAX_SHOWN_CHARS = 240
 CAMPAIGN_KEY = "stages"
 """The key that makes a plan file, body or mapping a campaign (docs/campaign.md): jobs/campaign/document.py reads it,
 schema/base.py refuses it to a one-run job, and the plan file and web body refuse it null."""
@@ -47,8 +46,27 @@ STAGES_NULL_TEXT = ("give a list of stages, each a mapping of `gpuplan budget` f
                     "FILE, POST /api/campaign or gpuplan.estimate_campaign; docs/campaign.md)")
 """A null `stages` (plan file, web body, Python): one text at every door (review s20 N13, s20b S2). It has no default,
 so the null rule's 'leave the key out for the default' does not fit it."""
+MAX_SHOWN_CHARS = 240
 """Characters of a value quoted in a message: a 5,000-character choice from a plan file was echoed
 whole, the valid choices after it (MAX_TEXT names are 256 at most; the API cuts at 80)."""
+
+
+NULL_TEXT = "give a value, or leave the key out for the default"
+"""The one refusal of a field given no value -- null in a plan file, a web body or a campaign stage, None from a
+Python caller (null_refusal) -- at every door (session 25: a Python None read 'got no value; expected a number ...')."""
+
+
+class PythonNone:
+    """None as a Python caller's refusal quotes it ('got None'); InputError words a None value 'got no value', which
+    is a field left out."""
+
+    def __repr__(self) -> str:
+        return "None"
+
+
+def null_refusal(field: str, where: str | None = None, python: bool = False) -> InputError:
+    """``field`` given no value: 'got 'null'' (a file or body) or 'got None' (``python``), NULL_TEXT."""
+    return InputError(f"{where}: {field}" if where else field, PythonNone() if python else "null", NULL_TEXT)
 
 
 def shown(value: object) -> str:

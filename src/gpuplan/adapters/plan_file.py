@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from gpuplan.errors import CAMPAIGN_KEY, STAGES_NULL_TEXT, InputError, printable
+from gpuplan.errors import CAMPAIGN_KEY, STAGES_NULL_TEXT, InputError, null_refusal, printable
 
 PLAN_SUFFIXES = (".yaml", ".yml", ".toml")
 
@@ -37,7 +37,7 @@ def read_plan_file(path: str | Path) -> dict[str, Any]:
                          "model: llama-3.1-8b")
     if not isinstance(data, dict):
         raise InputError("plan file", str(path), "expected a mapping of input names to values")
-    from gpuplan.schema.base import key_refusal, null_refusal  # the schema's words for both (session 25)
+    from gpuplan.schema.base import key_refusal  # the schema's words (session 25)
 
     for odd in (key for key in data if not isinstance(key, str)):  # YAML's `1: 2` / `true: x` at the top level
         raise key_refusal(odd, data[odd], str(path))

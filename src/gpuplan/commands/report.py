@@ -14,7 +14,7 @@ from typing import Any
 
 import click
 
-from gpuplan.errors import CAMPAIGN_KEY
+from gpuplan.errors import CAMPAIGN_KEY, null_refusal
 
 TRAINING_SECTIONS = ("budget", "memory", "plan")
 SHARED_WITH_INFERENCE = ("model", "params", "gpu", "price")
@@ -32,9 +32,7 @@ def _check_nested(nested: dict[str, Any], data: dict[str, Any], serving_only: se
 
     for key, value in nested.items():
         if value is None:
-            from gpuplan.schema.base import null_refusal
-
-            raise null_refusal(f"inference.{key}", where)  # the one wording at every door (schema.base.NULL_TEXT)
+            raise null_refusal(f"inference.{key}", where)  # the one wording at every door (errors.NULL_TEXT)
         if key in serving_only and key in data:
             raise InputError(f"{where}: inference.{key}", value, f"is given twice, also at the top level "
                              f"({data[key]}); a serving-only field goes in one place (inference: is for the serving "

@@ -15,7 +15,7 @@ from typing import Any, Self
 
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
-from gpuplan.errors import CAMPAIGN_KEY, InputError, a_or_an, as_typed, closest_names
+from gpuplan.errors import CAMPAIGN_KEY, InputError, PythonNone, a_or_an, as_typed, closest_names, null_refusal
 
 
 def _where(loc: tuple, prefix: str | None) -> str:
@@ -60,31 +60,11 @@ def error_from_detail(err: Mapping[str, Any], valid: tuple[str, ...] = (), prefi
     return InputError(field, value, message[len("Value error, "):] if message.startswith("Value error, ") else message)
 
 
-
-
-NULL_TEXT = "give a value, or leave the key out for the default"
-"""The one refusal of a field given no value -- null in a plan file, a web body or a campaign stage, None from a
-Python caller (null_refusal) -- at every door (session 25: a Python None read 'got no value; expected a number ...')."""
-
-
-class _PythonNone:
-    """None as a Python caller's refusal quotes it ('got None'); InputError words a None value 'got no value', which
-    is a field left out."""
-
-    def __repr__(self) -> str:
-        return "None"
-
-
-def null_refusal(field: str, where: str | None = None, python: bool = False) -> InputError:
-    """``field`` given no value: 'got 'null'' (a file or body) or 'got None' (``python``), NULL_TEXT."""
-    return InputError(f"{where}: {field}" if where else field, _PythonNone() if python else "null", NULL_TEXT)
-
-
 def key_refusal(key: Any, value: Any, where: str | None = None) -> InputError:
     """A mapping key that is no text (a YAML plan file's `1: 2` / `true: x`, a Python caller's {1: 2}): one wording at
     every door, a plan file's refusal prefixed with its name (session 25: a file said 'is not valid YAML (line 3):
     keys must be names (text), got 1', Python '1: got 2; is not a field name (an int)'). JSON keys are always text."""
-    shown = value if value is not None else "null" if where else _PythonNone()  # `1: null`, {1: None}
+    shown = value if value is not None else "null" if where else PythonNone()  # `1: null`, {1: None}
     return InputError(f"{where}: {key!r}" if where else repr(key), shown, key_text(key))
 
 

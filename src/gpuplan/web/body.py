@@ -13,7 +13,7 @@ import re
 from typing import Any
 
 from gpuplan.core import units
-from gpuplan.errors import CAMPAIGN_KEY, STAGES_NULL_TEXT, InputError
+from gpuplan.errors import CAMPAIGN_KEY, STAGES_NULL_TEXT, InputError, null_refusal
 
 MAX_DEPTH = 32
 """Nesting levels of objects/lists in a body, the body itself included (a pasted config.json
@@ -140,9 +140,7 @@ def _check_no_nulls(data: dict[str, Any], known: frozenset[str] | None = None) -
     if empty == CAMPAIGN_KEY:  # a campaign's list has no default (review s20b S2): the plan file's words
         raise InputError("stages", "null", STAGES_NULL_TEXT)
     if empty is not None:
-        from gpuplan.schema.base import null_refusal
-
-        raise null_refusal(preview(empty))  # the one wording at every door (schema.base.NULL_TEXT)
+        raise null_refusal(preview(empty))  # the one wording at every door (errors.NULL_TEXT)
 
 
 def _check_long_integers(data: dict[str, Any]) -> None:

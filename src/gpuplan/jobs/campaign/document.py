@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
-from gpuplan.errors import CAMPAIGN_KEY, STAGES_NULL_TEXT, InputError, closest_names, printable
+from gpuplan.errors import CAMPAIGN_KEY, STAGES_NULL_TEXT, InputError, closest_names, null_refusal, printable
 
 MAX_STAGES = 32
 """Stages in one campaign: Llama 3's campaign had four phases (pre-training, two long-context steps, annealing;
@@ -147,9 +147,7 @@ def _not_null(value: Any, field: str) -> Any:
     """``value``, refused naming ``field`` where it is null: every key of the document, the names too (a `name: null`
     was the default name in disguise at every door: hostile wave 27)."""
     if value is None:
-        from gpuplan.schema.base import null_refusal
-
-        raise null_refusal(field)  # the one wording at every door (schema.base.NULL_TEXT)
+        raise null_refusal(field)  # the one wording at every door (errors.NULL_TEXT)
     return value
 
 
