@@ -180,26 +180,14 @@ class JobInputs(BaseModel):
         InputError naming the field. ``options`` are not read."""
         import json
 
-        twice: list[tuple[int, str]] = []  # (index of the object, key): nested objects close first, the text's last
+        from gpuplan.adapters.keys_once import KeysOnce
 
-        def once(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-            out: dict[str, Any] = {}
-            for key, value in pairs:
-                if key in out:
-                    twice.append((len(closed), key))
-                out[key] = value
-            closed.append(len(pairs))
-            return out
-
-        closed: list[int] = []
+        keys = KeysOnce()  # the web body's reader of repeated keys (web.body.read_body)
         try:
-            data = json.loads(json_data, object_pairs_hook=once)
+            data = json.loads(json_data, object_pairs_hook=keys)
         except (ValueError, RecursionError) as exc:  # JSONDecodeError, bad UTF-8, too deep
             raise InputError("inputs", type(json_data).__name__, f"is not one valid JSON object ({exc})") from None
-        for key in (key for index, key in twice if index == len(closed) - 1):  # a field first, as the web names it
-            raise InputError(key, "twice", "is given more than once in the JSON; give each field once")
-        for _, key in twice[:1]:
-            raise InputError("inputs", f"key {key!r} twice", "a JSON object gives each key once (at every level)")
+        keys.check("inputs", "the JSON")
         if not isinstance(data, dict):
             raise InputError("inputs", type(data).__name__, "expected a JSON object of field names to values")
         for name in (k for k, v in data.items() if v is None):

@@ -12,6 +12,7 @@ import json
 import re
 from typing import Any
 
+from gpuplan.adapters.keys_once import KeysOnce
 from gpuplan.core import units
 from gpuplan.errors import CAMPAIGN_KEY, STAGES_NULL_TEXT, InputError, null_refusal
 
@@ -38,35 +39,6 @@ def is_json_type(content_type: str | None) -> bool:
         return False
     kind = content_type.split(";", 1)[0].strip().lower()
     return kind == "application/json" or (kind.startswith("application/") and kind.endswith("+json"))
-
-
-class _KeysOnce:
-    """A json object_pairs_hook that keeps each object's pairs and notes the keys it saw twice, by
-    object: nested objects finish first, so the last object closed is the body itself."""
-
-    def __init__(self) -> None:
-        self.objects = 0
-        self.twice: list[tuple[int, str]] = []
-
-    def __call__(self, pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        for key, value in pairs:
-            if key in out:
-                self.twice.append((self.objects, key))
-            out[key] = value
-        self.objects += 1
-        return out
-
-    def check(self) -> None:
-        """A repeated top-level key is named as the field; one inside a value names the body."""
-        for index, key in self.twice:
-            if index == self.objects - 1:
-                raise InputError(preview(key), "twice", "is given more than once in the JSON body; give each "
-                                 "field once")
-        if self.twice:
-            key = self.twice[0][1]
-            raise InputError("body", f"key {preview(key, 40)!r} twice", "a JSON object gives each key once (at "
-                             "every level, a pasted config included)")
 
 
 class _Underflowed(float):
@@ -107,7 +79,7 @@ def read_body(raw: bytes, content_type: str | None, known: frozenset[str] | None
         raise InputError("body", "", f"is empty; {EXPECTED}")
     from gpuplan.adapters.files import JSON_FLOAT_HOOKS
 
-    keys = _KeysOnce()
+    keys = KeysOnce()  # the one reader of repeated keys (Python's model_validate_json reads by it too)
     try:
         data = json.loads(raw, object_pairs_hook=keys, **JSON_FLOAT_HOOKS | {"parse_float": _body_float})
     except RecursionError:
@@ -119,7 +91,7 @@ def read_body(raw: bytes, content_type: str | None, known: frozenset[str] | None
     except ValueError as exc:  # not UTF-8/16/32, or an integer past Python's digit limit
         why = f"is not valid JSON ({preview(str(exc))}); {EXPECTED}"
         raise InputError("body", raw.decode("utf-8", "replace"), why) from None
-    keys.check()
+    keys.check("body", "the JSON body", preview)
     if not isinstance(data, dict):
         kind = JSON_TYPES.get(type(data), type(data).__name__)
         raise InputError("body", raw.decode("utf-8", "replace").strip(), f"is a JSON {kind}, not an object; {EXPECTED}")
