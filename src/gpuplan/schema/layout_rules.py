@@ -66,7 +66,7 @@ def fp32_parameters(inputs) -> str | None:
     is 4: amp, fsdp2, fp32) -- or None (16-bit parameters)."""
     from gpuplan.core.precision import RECIPES
 
-    if getattr(inputs, "dtype", None) in FP32_PARAMETER_DTYPES:
+    if inputs.dtype in FP32_PARAMETER_DTYPES:
         return "dtype"
     recipe = getattr(inputs, "recipe_name", None)
     return "recipe" if recipe in RECIPES and RECIPES[recipe].weight_bytes >= 4 else None

@@ -88,7 +88,7 @@ def dtype_text(inputs: Any, detail: str | None = None) -> str:
 def check_precision(inputs: Any) -> None:
     """--low-precision-weights needs TE's FP8 / FP4 linears (--dtype fp8 or fp4 under megatron) and is not the
     fp8 recipe's weight caches again; --recipe fp8 refuses a --dtype stated other than fp8."""
-    dtype = getattr(inputs, "dtype", None)
+    dtype = inputs.dtype
     weights = inputs.low_precision_weights
     if weights is not None and (dtype not in ("fp8", "fp4") or inputs.framework not in MEGATRON_CORE_FRAMEWORKS):
         raise InputError("low_precision_weights", weights, "describes Transformer Engine's FP8 / FP4 linears: give "
@@ -107,7 +107,7 @@ def check_precision(inputs: Any) -> None:
 
 def check_fp8_recipe(inputs: Any) -> None:
     """--fp8-recipe mxfp8 scales FP8 linears: it needs --dtype fp8."""
-    dtype = getattr(inputs, "dtype", "fp8")
+    dtype = inputs.dtype
     if inputs.fp8_recipe == "mxfp8" and dtype != "fp8":
         raise InputError("fp8_recipe", "mxfp8", f"applies to --dtype fp8 (not {dtype}); use --dtype fp8")
 

@@ -109,7 +109,7 @@ def step_settings_of(fields) -> dict[str, Any]:
 
 def check_kernel_fields(fields) -> None:
     """InputError for a choice the inputs' dtype / FP8 recipe / framework rule out (StepFields validator)."""
-    dtype, framework = getattr(fields, "dtype", "fp8"), getattr(fields, "framework", "megatron")
+    dtype, framework = fields.dtype, getattr(fields, "framework", "megatron")
     asked = [name for name in ("fp8_attention", "full_iteration_graph", "cuda_graph_scope", "flex_backend")
              if fields.stated_otherwise(name, STATED_DEFAULTS.get(name))]  # each default (None / False) unread
     if fields.moe_expert_kernels == "fused":

@@ -61,7 +61,7 @@ class TpCommFields(JobInputs):
 
     @model_validator(mode="after")
     def _tp_comm_dtype_rules(self) -> "TpCommFields":
-        value, dtype = self.tp_comm_dtype, getattr(self, "dtype", "bf16")
+        value, dtype = self.tp_comm_dtype, self.dtype
         if value is None or value == _wire(dtype):  # the activations' dtype restated: the unstated answer (wave
             return self  # 18: fp32 under --dtype fp32 was refused 'already run in fp32'; the lead's rule, w16 R5 S3)
         if value == "bf16":
@@ -112,7 +112,7 @@ def tp_comm_dtype_assumption(inputs) -> tuple:
     --implementation megatron) or where it was given."""
     from gpuplan.report.model import Assumption
 
-    dtype = getattr(inputs, "dtype", "bf16")  # stated at the activations' dtype, it is answered as unstated, no line
+    dtype = inputs.dtype  # stated at the activations' dtype, it is answered as unstated, no line
     given = "tp_comm_dtype" in inputs.given and inputs.tp_comm_dtype != _wire(dtype)  # (review of wave 18, N1)
     where = (inputs.framework, getattr(inputs, "implementation_name", None)) == FP32_TP_COMM
     if not (given or where):

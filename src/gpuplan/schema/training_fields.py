@@ -180,7 +180,7 @@ class SetupFields(JobInputs):
             raise InputError("compile", True, f"is torchtitan's torch.compile per block: give --framework torchtitan "
                              f"(not {self.framework}: {COMPILE_ELSEWHERE.get(self.framework, 'not modelled')})")
         LR.check_setup(self)  # step facts and layouts the framework refuses or that change nothing (schema.layout_rules)
-        check_framework_runs(self.profile, getattr(self, "recompute", None), getattr(self, "dtype", None))
+        check_framework_runs(self.profile, getattr(self, "recompute", None), self.dtype)
         from gpuplan.planner.framework_rules import check_data_parallel_only, check_fixed_options, check_zero_runs
 
         check_fixed_options(self.framework, self)  # llm.c: the setup options it runs one way only
@@ -310,7 +310,7 @@ class SetupFields(JobInputs):
         from gpuplan.core.memory.recipe_facts import default_grad_bytes
 
         width = V.STATE_DTYPE_BYTES
-        grads = default_grad_bytes(self.framework, getattr(self, "dtype", "bf16"), self.recipe_name,
+        grads = default_grad_bytes(self.framework, self.dtype, self.recipe_name,
                                    width.get(self.grad_dtype))  # memory's --dtype too (jobs.memory.schema)
         return {"grad_bytes": grads, "moment_bytes": width.get(self.moment_dtype),
                 "offload_layers": self.offload_layers, "low_precision_weights": self.low_precision_weights,
