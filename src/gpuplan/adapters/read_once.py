@@ -20,20 +20,32 @@ def read_once(path: str | Path, kind: str, load: Callable[[], Any]) -> Any:
     """``load()``'s result for the file at ``path``, called again only when the file's bytes changed (a SHA-256 of
     them: a rewrite within the file system's timestamp granularity keeps its size and mtime). ``kind``: its
     adapters.files.MAX_BYTES cap. Anything but a regular file within the cap goes to ``load`` each time, for its
-    refusal (a FIFO or a device is never opened here); a refusal is raised, never kept. ``load`` reads the file
-    itself, so its result is kept only where the file still holds the bytes hashed after it (a rewrite while it read
-    was kept under the old bytes' key: review R2 N)."""
+    refusal (a FIFO or a device is never opened here, nor waited on where one replaces the file after its check); a
+    refusal is raised, never kept. ``load`` reads the file itself, so its result is kept only where the file still
+    holds the bytes hashed after it (a rewrite while it read was kept under the old bytes' key: review R2 N)."""
     import hashlib
+    import os
     import stat
 
     from gpuplan.adapters.files import MAX_BYTES
 
     def key_now():
+        # the name checked, then opened without waiting (O_NONBLOCK), the descriptor checked again and read at most to
+        # the cap + 1, as adapters.files.open_regular: a read of the name after its stat waited forever on a FIFO
+        # swapped in between, and read a file grown past the cap whole
         file = Path(path)
         st = file.stat()
         if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_BYTES[kind]:
             return None
-        return kind, str(file.resolve()), hashlib.sha256(file.read_bytes()).digest()
+        flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
+        with os.fdopen(os.open(file, flags), "rb") as handle:
+            st = os.fstat(handle.fileno())
+            if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_BYTES[kind]:
+                return None
+            data = handle.read(MAX_BYTES[kind] + 1)
+        if len(data) > MAX_BYTES[kind]:  # grew past the cap since the fstat: the reader's refusal
+            return None
+        return kind, str(file.resolve()), hashlib.sha256(data).digest()
 
     try:
         key = key_now()
