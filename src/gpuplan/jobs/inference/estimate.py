@@ -209,7 +209,7 @@ def _article_section(plan: Plan, batch: int) -> Section:
         fitting = [gb for gb, size in classes if size >= need]
         formula = "(weights + KV + activations + runtime) / utilization + driver reserve"
     else:
-        need, fitting, formula = _own_rule_need(plan, kv, kv_all, classes)
+        need, fitting, formula = _own_rule_need(plan, memory, kv, kv_all, classes)
     rec = fitting[0] if fitting else None
     return Section("GPU memory to serve it on one GPU (the article's check)", (
         Line("weights_plus_kv", "weights + KV cache", memory.weights + kv_all, "bytes",
@@ -223,7 +223,7 @@ def _article_section(plan: Plan, batch: int) -> Section:
     ))
 
 
-def _own_rule_need(plan: Plan, kv: float, kv_all: float, classes: list[tuple[float, float]]
+def _own_rule_need(plan: Plan, memory: M.Memory, kv: float, kv_all: float, classes: list[tuple[float, float]]
                    ) -> tuple[float, list[float], str]:
     """The article's check under SGLang's or TensorRT-LLM's own rule (core.serving.memory), not vLLM's
     gpu_memory_utilization, which it took for every engine: (device bytes needed, the memory classes (GB) whose
@@ -233,17 +233,17 @@ def _own_rule_need(plan: Plan, kv: float, kv_all: float, classes: list[tuple[flo
     + runtime + the driver reserve, at the fraction of the size recommended (the largest when none holds it).
     `infer qwen2.5-14b --engine sglang --batch 8 --context 8192` recommended 48 GB, where an L40S holds 6 of the 8
     (helper MS s24). ``kv``: the target's KV of the load, which a class's kv_budget (the target's share) must hold;
-    ``kv_all``: with the proposer's cache, what the device must hold."""
+    ``kv_all``: with the proposer's cache, what the device must hold. ``memory``: the caller's serving_memory at no
+    device size (_article_section's), the one read where no memory class computes the dtype."""
     one = plan.setup
     fits = [(gb, M.serving_memory(plan.spec, plan.groups, size, one, 1, 1)) for gb, size in classes]
     fitting = [gb for gb, m in fits if m.kv_budget >= kv]
     reserve = one.runtime.driver_reserved
     if one.runtime.engine == "trtllm":
-        m = fits[0][1] if fits else M.serving_memory(plan.spec, plan.groups, 0.0, one, 1, 1)
+        m = fits[0][1] if fits else memory
         need = m.weights + m.activations + m.fixed + kv_all / m.fraction + reserve
         return need, fitting, "weights + activations + runtime + KV / free_gpu_memory_fraction + driver reserve"
-    at = next((m for gb, m in fits if gb == fitting[0]), None) if fitting else (fits[-1][1] if fits else None)
-    at = at or M.serving_memory(plan.spec, plan.groups, 0.0, one, 1, 1)
+    at = next(m for gb, m in fits if gb == fitting[0]) if fitting else (fits[-1][1] if fits else memory)
     need = (at.weights + kv_all) / at.fraction + at.fixed + reserve
     return need, fitting, (f"(weights + KV) / mem_fraction_static ({at.fraction:.3f} at that size) + CUDA context + "
                            "communicators + driver reserve")
