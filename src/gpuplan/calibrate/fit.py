@@ -262,7 +262,8 @@ def _reference(rows: list[_Row]) -> Reference:
     return Reference(gpus=gpus, models=tuple(dict.fromkeys(r.m.model for r in rows)),
                      gemm_dim=statistics.median(P.gemm_dimension(r.case) for r in timed), attention_efficiency=e_attn,
                      framework=timed[0].m.framework, environment=dict(timed[0].m.environment),
-                     dtype=", ".join(dict.fromkeys(r.m.dtype for r in timed)), layout=_unstated(timed))
+                     dtype=", ".join(dict.fromkeys(r.m.dtype for r in timed)), layout=_unstated(timed),
+                     options=_options(timed))
 
 
 def _unstated(timed: list[_Row]) -> dict:
@@ -271,6 +272,16 @@ def _unstated(timed: list[_Row]) -> dict:
     0.905 s for a 1.0 s log); {} for trials (their own eager step)."""
     r = next((r for r in timed if r.step is not None), None)
     return {} if r is None else {"cp": r.case.layout.cp, "vpp": r.case.layout.vpp, "tp_overlap": r.case.step.tp_overlap}
+
+
+def _options(timed: list[_Row]) -> dict:
+    """calibrate.model.Reference.options: the step options train parsed for the first fused log (calibrate.train_step:
+    given or train's defaults), so a plan with other flags is told; {} for trials (their own eager step)."""
+    from gpuplan.calibrate.step_options import option_values
+    from gpuplan.calibrate.train_step import train_inputs
+
+    r = next((r for r in timed if r.step is not None and r.m.kind != "trial"), None)
+    return {} if r is None else option_values(train_inputs(r.m))
 
 
 PLAUSIBLE_RATIO = (0.5, 2.0)

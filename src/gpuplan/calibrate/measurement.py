@@ -69,7 +69,8 @@ class Measurement:
     classes); for logs and tables calibrate's --framework (train's profile: calibrate.train_step); '' (a
     Measurement built before session 25): gpuplan's generic model."""
     options: tuple[tuple[str, Any], ...] = ()
-    """Logs: the step options given to calibrate (calibrate.train_step.LOG_STEP_OPTIONS), as train parses them."""
+    """Logs: the step options given to calibrate (calibrate.train_step.LOG_STEP_OPTIONS: --cp, --vpp, --tp-overlap,
+    ...), as train parses them."""
     finetune: str = "full"
     lora_rank: int = 16
     attention: str = "sdpa"
@@ -82,8 +83,13 @@ class Measurement:
     that prints neither TFLOP/s nor MFU); the calibration's notes carry it. Empty: everything was checked."""
 
     @property
+    def cp(self) -> int:
+        """Context-parallel degree: --cp given to calibrate (a log's option), else 1."""
+        return dict(self.options).get("cp") or 1
+
+    @property
     def dp(self) -> int:
-        return max(1, self.world_size // (self.tp * self.pp))
+        return max(1, self.world_size // (self.tp * self.pp * self.cp))
 
     @property
     def label(self) -> str:
@@ -154,6 +160,11 @@ class LogContext:
     (LOG_FRAMEWORKS)."""
     options: tuple[tuple[str, Any], ...] = ()
     """The step options given (calibrate.train_step.LOG_STEP_OPTIONS), (name, value) pairs."""
+
+    @property
+    def cp(self) -> int:
+        """--cp given, else 1."""
+        return dict(self.options).get("cp") or 1
 
 
 # Per log format: the framework that writes it, whose step train times the log with when --framework is not given

@@ -93,6 +93,11 @@ class Reference:
     """What calibrate timed the (first) log with that its flags cannot state: {"cp": 1, "vpp": 1, "tp_overlap": the
     share of TP communication hidden, core.time.step.StepSettings.tp_overlap}; {} in files before session 25 and for
     trials. A plan at another --cp / --vpp / --tp-overlap is told (jobs.calibration_notice.layout_warning)."""
+    options: dict = field(default_factory=dict)
+    """The other step options train parsed for the (first) log (calibrate.train_step.RECORDED_OPTIONS: given, or
+    train's default; null for --dp-overlap not given), as JSON holds them: {"grad_dtype": "fp32", "sequence_parallel":
+    true, ...}; {} in files before session 26 and for trials. A plan with another is told
+    (jobs.calibration_notice.options_warning)."""
 
 
 @dataclass(frozen=True)
@@ -166,6 +171,7 @@ def calibration_from_dict(data: Any, source: str, expected: str = "") -> Calibra
         if any(k not in LAYOUT_KEYS or isinstance(v, bool) or not isinstance(v, int | float) or not 0 <= v <= 2**20
                for k, v in reference.layout.items()):
             raise ValueError(f"reference.layout must map {', '.join(LAYOUT_KEYS)} to numbers from 0")
+        _check_options(reference.options)
         if not (1 <= reference.gemm_dim <= 2**24 and reference.attention_efficiency <= 1):  # a size, a share
             raise ValueError("reference.gemm_dim must be 1 to 2^24 and reference.attention_efficiency at most 1")
         measurements = tuple(_build(MeasurementFit, m, f"measurements[{i}]")
@@ -182,6 +188,24 @@ def calibration_from_dict(data: Any, source: str, expected: str = "") -> Calibra
 
 LAYOUT_KEYS = ("cp", "vpp", "tp_overlap")
 """reference.layout's keys: Reference.layout."""
+
+
+def _check_options(options: dict) -> None:
+    """reference.options: each key one of calibrate.step_options.RECORDED_OPTIONS, each value null, true / false, a
+    finite number, text or a list of text (each checked against calibrate's field for it where a plan reads it:
+    calibrate.train_step.check_recorded, which needs the schema this loader does not import)."""
+    from gpuplan.calibrate.step_options import RECORDED_OPTIONS
+
+    unknown = [k for k in options if k not in RECORDED_OPTIONS]
+    if unknown:
+        close = difflib.get_close_matches(str(unknown[0]), RECORDED_OPTIONS, n=1)
+        raise ValueError(f"reference.options.{unknown[0]!s:.40} is not a step option calibrate records"
+                         + (f" (did you mean {close[0]}?)" if close else ""))
+    for key, value in options.items():
+        if not (all(isinstance(v, str) for v in value) if isinstance(value, list) else
+                value is None or isinstance(value, bool | str) or _of_kind(value, "float")):
+            raise ValueError(f"reference.options.{key} must be null, true / false, a number, text or a list of text, "
+                             f"not {value!r:.40}")
 
 
 def _check_vocabulary(reference: Reference) -> None:

@@ -116,13 +116,12 @@ def case_of(measurement) -> Case:
     """gpuplan's inputs for a measurement; InputError when the layout cannot exist."""
     spec = spec_of(measurement)
     m = measurement
-    if m.world_size % (m.tp * m.pp):
-        raise InputError("gpus", m.world_size, f"must be a multiple of tp x pp = {m.tp * m.pp} ({m.source})")
+    rest, named = m.tp * m.pp * m.cp, "tp x pp" + (" x cp" if m.cp > 1 else "")
+    if m.world_size % rest:
+        raise InputError("gpus", m.world_size, f"must be a multiple of {named} = {rest} ({m.source})")
     batch = m.global_batch if m.global_batch else m.micro_batch * m.dp
     layout = ParallelLayout(dp=m.dp, tp=m.tp, pp=m.pp, ep=m.ep, zero=m.zero, micro_batch=m.micro_batch,
                             global_batch=batch, **expert_layout_fields(_expert_framework(m)))
-    check_layout(spec, layout, seq_len=m.seq_len, framework=m.framework,
-                 kv_subsharding=rules_for(m.framework).kv_subsharding)
     eager = m.framework == "hf"  # the trial's own step: transformers modules, torch.optim, op-level SAC
     memory = M.MemorySettings(seq_len=m.seq_len, recipe=m.recipe, optimizer=m.optimizer,
                               implementation=m.implementation, recompute=m.recompute,
@@ -130,10 +129,15 @@ def case_of(measurement) -> Case:
                                   "optimizer_impl": m.optimizer_impl,
                                   "attention_kernel": "eager" if m.attention == "eager" else "flash"} if eager else {}))
     gpu = accelerator_of(m)
-    if m.kind != "trial" and m.gpu:  # a log: train's step for the same flags (calibrate.train_step)
-        from gpuplan.calibrate.train_step import train_step_settings
+    if m.kind != "trial" and m.gpu:  # a log: train's model, layout and step for the same flags (calibrate.train_step)
+        from gpuplan.calibrate.train_step import train_case
 
-        return Case(spec, layout, memory, train_step_settings(m, spec, gpu), gpu)
+        spec, layout, step = train_case(m, spec, gpu)
+        check_layout(spec, layout, seq_len=m.seq_len, framework=m.framework,
+                     kv_subsharding=rules_for(m.framework).kv_subsharding)
+        return Case(spec, layout, memory, step, gpu)
+    check_layout(spec, layout, seq_len=m.seq_len, framework=m.framework,
+                 kv_subsharding=rules_for(m.framework).kv_subsharding)
     step = S.StepSettings(seq_len=m.seq_len, recompute=m.recompute, dtype=m.dtype, expert_tp=layout.etp,
                           **eager_fields(m, spec))
     return Case(spec, layout, memory, step, gpu)

@@ -3,12 +3,14 @@ say about its run (shared options: same names as everywhere), and where to write
 
 from __future__ import annotations
 
+from copy import copy
 from typing import Annotated, Any
 
 from gpuplan.errors import InputError
 from gpuplan.schema import types as T
 from gpuplan.schema import vocabulary as V
 from gpuplan.schema.base import JobInputs
+from gpuplan.schema.training_fields import LayoutFields, SetupFields, StepFields
 
 MAX_FILES = 256
 LOG_FORMATS = ("torchtitan", "megatron", "hf-trainer", "table")
@@ -25,6 +27,14 @@ def _files(value: Any, info) -> tuple[str, ...]:
 
 def _f(default, help: str, shown: str | None = None):
     return V.field(default, help, shown)
+
+
+def _train(name: str) -> Any:
+    """train's own declaration of field ``name`` (its type, checks, default and help: schema.training_fields), so a
+    step option means and refuses at calibrate what it does at train (one vocabulary, not a copy)."""
+    info = next(group.model_fields[name] for group in (LayoutFields, SetupFields, StepFields)
+                if name in group.model_fields)
+    return Annotated[info.annotation, copy(info)]
 
 
 class CalibrateInputs(JobInputs):
@@ -49,6 +59,44 @@ class CalibrateInputs(JobInputs):
     dtype: V.Dtype
     framework: V.Framework
     fp8_recipe: V.Fp8Recipe
+    # train's step and memory options (calibrate.step_options.LOG_STEP_OPTIONS): given, the log is timed and its memory
+    # predicted as train builds them for the same flags; not given, as train's defaults
+    vpp: _train("vpp")
+    cp: _train("cp")
+    etp: _train("etp")
+    recompute_modules: _train("recompute_modules")
+    recompute_layers: _train("recompute_layers")
+    partition_activations: _train("partition_activations")
+    compile: _train("compile")
+    implementation: _train("implementation")
+    optimizer: _train("optimizer")
+    optimizer_impl: _train("optimizer_impl")
+    loss: _train("loss")
+    finetune: _train("finetune")
+    lora_rank: _train("lora_rank")
+    grad_dtype: _train("grad_dtype")
+    moment_dtype: _train("moment_dtype")
+    low_precision_weights: _train("low_precision_weights")
+    embedding_loss_slots: _train("embedding_loss_slots")
+    offload_layers: _train("offload_layers")
+    mtp_layers: _train("mtp_layers")
+    dp_overlap: _train("dp_overlap")
+    tp_overlap: _train("tp_overlap")
+    tp_comm_overlap: _train("tp_comm_overlap")
+    tp_comm_dtype: _train("tp_comm_dtype")
+    sequence_parallel: _train("sequence_parallel")
+    grad_all_reduce: _train("grad_all_reduce")
+    ep_overlap: _train("ep_overlap")
+    ep_dispatcher: _train("ep_dispatcher")
+    ep_a2a_overlap: _train("ep_a2a_overlap")
+    flex_backend: _train("flex_backend")
+    moe_expert_kernels: _train("moe_expert_kernels")
+    attention_kernel: _train("attention_kernel")
+    attention_efficiency: _train("attention_efficiency")
+    fp8_attention: _train("fp8_attention")
+    fsdp_float8_all_gather: _train("fsdp_float8_all_gather")
+    cuda_graph_scope: _train("cuda_graph_scope")
+    full_iteration_graph: _train("full_iteration_graph")
     log_format: Annotated[T.choice(*LOG_FORMATS) | None, _f(None, "torchtitan, megatron, hf-trainer or table.",
                                                             "detected")]
     max_log_mib: Annotated[T.typed(int, T.count(1 << 16, whole=True)), _f(
@@ -79,7 +127,9 @@ class CalibrateInputs(JobInputs):
                                                      "global_batch", "seq_len", "recipe", "recompute", "dtype",
                                                      "framework")
               if (name in given or name == "dtype") and getattr(self, name) is not None}  # dtype: follow_model's
-        from gpuplan.calibrate.train_step import LOG_STEP_OPTIONS
+        from gpuplan.calibrate.step_options import LOG_STEP_OPTIONS
 
         options = tuple((name, getattr(self, name)) for name in LOG_STEP_OPTIONS if name in given)
+        if "recompute" not in given and (self.recompute_modules or self.recompute_layers) is not None:
+            kw["recompute"] = "selective" if self.recompute_modules is not None else "full"  # as train's recompute_given
         return LogContext(**kw, options=options)

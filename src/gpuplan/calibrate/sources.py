@@ -59,7 +59,7 @@ def measurement_from_log(log: TrainingLog, context: LogContext) -> Measurement:
     if summary.tokens_per_s and summary.tokens_per_s / gpus > 1e8:
         raise InputError(label(fmt, "tokens_per_s")[0], summary.tokens_per_s, f"in {source}: over 1e8 tokens/s per "
                          f"GPU on {gpus} GPUs; a real run logs less (check the log and --gpus)")
-    dp = max(1, gpus // (context.tp * context.pp))
+    dp = max(1, gpus // (context.tp * context.pp * context.cp))
     batch = context.global_batch or logged or context.micro_batch * dp
     step = summary.step_time_s
     notes = []

@@ -12,9 +12,7 @@ trial loop) keep their own settings (calibrate.predict.eager_fields). Units: non
 
 from __future__ import annotations
 
-LOG_STEP_OPTIONS = ("recipe", "fp8_recipe")
-"""calibrate options besides the layout, precision and --framework that change train's step and that a log does not
-state, passed to train's schema as given (not given: train's defaults, the framework's recipe among them)."""
+from gpuplan.calibrate.step_options import LOG_STEP_OPTIONS  # noqa: F401  (its home before session 26)
 
 PLACEHOLDER_TOKENS = 1e12
 """Training tokens the inputs need to parse; the step does not read them."""
@@ -31,11 +29,40 @@ def train_inputs(m):
     return PlanInputs(**fields, **dict(m.options))
 
 
-def train_step_settings(m, spec, gpu):
-    """core.time.step.StepSettings train times the log's layout with, before calibration."""
+def train_case(m, spec, gpu):
+    """(the model as train reads it, core.parallel.ParallelLayout, core.time.step.StepSettings) train times the log's
+    layout with, before calibration: the model with the MTP modules the framework trains (SetupFields.adjust_spec,
+    whose refusals of options the model cannot take are train's), the layout's virtual stages, context parallelism,
+    expert TP and sequence parallelism as the Evaluator lays them out (planner.search.Evaluator.layout /
+    with_expert_layout)."""
+    from gpuplan.core.expert_layout import EXPERTS_REPLICATED_OVER_TP
+    from gpuplan.core.parallel import ParallelLayout
     from gpuplan.jobs.plan.step_settings import step_settings_for
     from gpuplan.schema.precision_rules import check_dtype_runs_on
 
     inputs = train_inputs(m)
     check_dtype_runs_on(inputs, gpu)  # the dtype and --fp8-recipe mxfp8 on the part, as train checks them
-    return step_settings_for(inputs, spec, gpu, m.recompute)
+    spec = inputs.adjust_spec(spec)
+    step = step_settings_for(inputs, spec, gpu, m.recompute)
+    layout = ParallelLayout(dp=m.dp, tp=m.tp, pp=m.pp, vpp=inputs.vpp or 1, cp=inputs.cp or 1, ep=m.ep,
+                            zero=m.zero, micro_batch=m.micro_batch, global_batch=m.global_batch or m.micro_batch * m.dp,
+                            sequence_parallel=step.sequence_parallel, etp=step.expert_tp,
+                            experts_replicated_over_tp=inputs.framework in EXPERTS_REPLICATED_OVER_TP)
+    return spec, layout, step
+
+
+def train_step_settings(m, spec, gpu):
+    """core.time.step.StepSettings train times the log's layout with, before calibration (train_case's)."""
+    return train_case(m, spec, gpu)[2]
+
+
+
+def check_recorded(options: dict) -> None:
+    """Each value of a calibration's reference.options as calibrate's own field for it takes it (train's declaration,
+    calibrate.schema), refused naming it ('calibration: reference.options: attention_kernel: got 'flash9'; must be one
+    of ...'); run where a plan reads them (jobs.calibration_notice.options_warning): the loader (calibrate.model)
+    checks their keys and kinds without the schema, which imports it."""
+    from gpuplan.calibrate.schema import CalibrateInputs
+
+    CalibrateInputs.check_values({k: tuple(v) if isinstance(v, list) else v for k, v in options.items()
+                                  if v is not None}, "calibration: reference.options")

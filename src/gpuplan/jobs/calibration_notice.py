@@ -20,7 +20,8 @@ def with_calibration_warning(report: Report, inputs, gpu_id: str, layout=None) -
 
     warning = "; ".join(text for text in (calibration_warning(cal, gpu_id, getattr(inputs, "framework", None)),
                                           dtype_warning(cal, getattr(inputs, "dtype", None)),
-                                          layout_warning(cal, layout, getattr(inputs, "tp_overlap", None))) if text)
+                                          layout_warning(cal, layout, getattr(inputs, "tp_overlap", None)),
+                                          options_warning(cal, inputs)) if text)
     if not warning:
         return report
     line = Line("calibration_warning", "calibration", warning, text=warning)
@@ -74,3 +75,40 @@ def layout_warning(cal, layout, tp_overlap: float | None) -> str:
     return (f"calibration timed its log at {timed} (options calibrate cannot state), planned at "
             f"{' '.join(f'{names[k]} {planned[k]:g}' for k in differ)}: the calibrated step is not the log's at its own "
             f"layout; give {timed} to reproduce it (docs/calibration.md)")
+
+
+def options_warning(cal, inputs) -> str:
+    """The line for a plan whose step options (--grad-dtype, --sequence-parallel, --ep-dispatcher, ...: those of
+    calibrate.train_step.RECORDED_OPTIONS its schema has) differ from those calibrate timed the log with
+    (calibrate.model.Reference.options, given or train's defaults): the calibration reproduces the log only with
+    them. '' where they match or the file does not say (files before session 26, trials)."""
+    ref = getattr(cal.reference, "options", None) or {}
+    if not ref:
+        return ""
+    from gpuplan.calibrate.step_options import option_values
+    from gpuplan.calibrate.train_step import check_recorded
+
+    check_recorded(ref)  # a word the file holds is one of calibrate's before the line quotes it
+    planned = option_values(inputs)
+    differ = [k for k in ref if k in planned and _held(ref[k]) != _held(planned[k])]
+    if not differ:
+        return ""
+
+    def said(values: dict) -> str:
+        return " ".join(f"--{k.replace('_', '-')} {_shown(values[k])}" for k in differ)
+
+    return (f"calibration timed its log with {said(ref)}, planned with {said(planned)}: the calibrated step is not "
+            f"the log's; give {said(ref)} to reproduce it (docs/calibration.md)")
+
+
+def _held(value):
+    return tuple(value) if isinstance(value, list | tuple) else value
+
+
+def _shown(value) -> str:
+    if value is None:
+        return "(not given)"
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    return ",".join(map(str, value)) if isinstance(value, list | tuple) else f"{value:g}" if isinstance(
+        value, float) else str(value)
