@@ -245,7 +245,7 @@ def test_a_campaigns_stages_read_the_calibration_once(run_cli, tmp_path, monkeyp
 def test_a_campaigns_stages_build_the_model_of_a_config_json_once(run_cli, tmp_path, monkeypatch):
     """adapters.resolve.spec_of_config keys its builds on the config's JSON text, written and read back on each of the
     80 look-ups a 16-stage campaign made (0.65 s each for a 3.7 MB config.json: 41 s); the shared config object now
-    finds its spec by identity (2.3 s). The file is read once too."""
+    finds its spec by identity (2.3 s; resolve._Shared, a key of the one spec cache). The file is read once too."""
     import shutil
 
     from gpuplan.adapters import resolve
@@ -255,8 +255,11 @@ def test_a_campaigns_stages_build_the_model_of_a_config_json_once(run_cli, tmp_p
     shutil.copy(LLAMA2, config)
     reads = _counting_reads(monkeypatch)
     builds: list[str] = []
-    original = resolve.spec_of_config
-    monkeypatch.setattr(resolve, "spec_of_config", lambda *a, **k: builds.append(a[1]) or original(*a, **k))
+    original = resolve._built_spec  # each build (the spec cache's miss), whichever key found it
+    monkeypatch.setattr(resolve, "_built_spec", lambda *a, **k: builds.append(a[1]) or original(*a, **k))
+    texts: list[str] = []  # the JSON-text key written (spec_of_config), which the identity key spares
+    by_text = resolve.spec_of_config
+    monkeypatch.setattr(resolve, "spec_of_config", lambda *a, **k: texts.append(a[1]) or by_text(*a, **k))
     code, out, err = run_cli("campaign", _campaign(tmp_path, f"model: {config}\ngpu: h100\n"))
     assert code == 0 and "stage 16" in out, err
-    assert builds == ["llama-2-7b"] and reads == [str(config)]
+    assert builds == ["llama-2-7b"] and texts == [] and reads == [str(config)]

@@ -88,30 +88,33 @@ def resolve_model(model: str | None = None, params: str | float | None = None,
         raise InputError("model", model, "give a catalog name (see `gpuplan catalog models`), "
                          "a Hugging Face id, a config.json path, or --params such as 7B")
     config, name, source = model_config(model)
-    key = (id(config), name, source, model_type, checkpoint_format)
-    kept = _SHARED_SPECS.get(key)
-    if kept is not None and kept[0] is config:  # the same shared config object: its spec, without its JSON key
-        return kept[1]
-    spec = spec_of_config(config, name, source, model_type, checkpoint_format=checkpoint_format)
-    try:
-        while len(_SHARED_SPECS) >= SPECS_KEPT:
-            _SHARED_SPECS.pop(next(iter(_SHARED_SPECS)), None)
-    except (RuntimeError, StopIteration):  # another thread's change meanwhile (the web API's estimates run in threads)
-        pass
-    _SHARED_SPECS[key] = (config, spec)  # the config held: its id is not reused while kept
-    return spec
+    # model_config's dict is shared and read-only (a catalog entry's config, a config.json kept by _config_file): the
+    # spec cache finds it by identity, without writing its JSON key (0.65 s a call for a 3.7 MB config.json: a
+    # 16-stage campaign resolved it 80 times, 41 s; hostile wave 29). A pasted config (web.service) goes to
+    # spec_of_config, keyed by its text.
+    return _kept_spec(_Shared(config), name, source, model_type, checkpoint_format)
 
 
-_SHARED_SPECS: dict[tuple, tuple[dict[str, Any], ModelSpec]] = {}
-"""resolve_model's specs by the identity of model_config's dict, which is shared and read-only (a catalog entry's
-config, a config.json kept by _config_file): spec_of_config's key is the config's JSON text, written and read back on
-every call (0.65 s a call for a 3.7 MB config.json: a 16-stage campaign resolved it 80 times, 41 s; hostile wave
-29). A pasted config (web.service) goes to spec_of_config itself."""
+class _Shared:
+    """_kept_spec's key for a config dict that is shared and never changed (resolve_model's): equal only to a key of
+    the same object, hashed by its id; the cache holds the key, so the config, and its id is not reused while kept."""
+
+    __slots__ = ("config",)
+
+    def __init__(self, config: dict[str, Any]) -> None:
+        self.config = config
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Shared) and other.config is self.config
+
+    def __hash__(self) -> int:
+        return id(self.config)
 
 
 SPECS_KEPT = 16
-"""ModelSpecs spec_of_config keeps, least recently used evicted first (functools.lru_cache: a hit moves its entry
-to the end, so a hot catalog model outlives one-off pasted configs and web temp paths): one command or web request
+"""ModelSpecs the one spec cache (_kept_spec: pasted and shared configs alike) keeps, least recently used evicted
+first (functools.lru_cache: a hit moves its entry to the end, so a hot catalog model outlives one-off pasted configs
+and web temp paths): one command or web request
 reads its model 5-8 times (the defaults that follow the model, pydantic running a schema's after-validators again
 around its own __init__, each estimate stage), each a whole build (wave 8: a pasted config was built 8 times per
 request)."""
@@ -135,11 +138,13 @@ def spec_of_config(config: dict[str, Any], name: str, source: str = "", model_ty
 
 
 @lru_cache(maxsize=SPECS_KEPT)
-def _kept_spec(text: str, name: str, source: str, model_type: str | None, checkpoint_format: bool) -> ModelSpec:
-    """spec_of_config's cache, keyed on the config's JSON text (a dict is unhashable); a miss builds from the text
-    read back, which is the config itself (spec_of_config keeps only a JSON-native one). lru_cache is thread-safe:
-    two concurrent misses both build, one is kept."""
-    return _built_spec(json.loads(text), name, source, model_type, checkpoint_format)
+def _kept_spec(key: str | _Shared, name: str, source: str, model_type: str | None, checkpoint_format: bool
+               ) -> ModelSpec:
+    """The one spec cache: by the config's JSON text (spec_of_config: a dict is unhashable; a miss builds from the
+    text read back, which is the config itself, spec_of_config keeping only a JSON-native one) or by a shared config's
+    identity (resolve_model, _Shared). lru_cache is thread-safe: two concurrent misses both build, one is kept."""
+    config = key.config if isinstance(key, _Shared) else json.loads(key)
+    return _built_spec(config, name, source, model_type, checkpoint_format)
 
 
 def _built_spec(config: dict[str, Any], name: str, source: str, model_type: str | None,
