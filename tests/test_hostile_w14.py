@@ -151,7 +151,7 @@ def test_a_json_that_is_no_config_is_refused_naming_the_file_given(run_cli, clie
 
 @pytest.mark.parametrize("text, words", [
     ("8-", "a GPU range needs both ends, low-high (e.g. 8-64), or give one count (e.g. 8)"),
-    ("8,,16", "a list of GPU counts has no empty entries (e.g. 256,512), or give one count (e.g. 8)")])
+    ("8,,16", "entry 2 of 3 is empty; give whole GPU counts, e.g. 1024 or 256,512 or 512-4096")])  # s26: position
 def test_a_gpu_range_or_list_with_an_empty_part_says_what_is_valid(run_cli, client, tmp_path, text, words):
     """`plan --gpus 8-` was told only 'must not be empty'. The flag, a plan file and the web body say the same."""
     flag = field_refusal(run_cli("plan", "--model", "llama-3-8b", "--gpus", text), "gpus", words)

@@ -239,7 +239,8 @@ def test_4_a_hand_built_calibration_is_checked_as_its_document():
 
 
 @pytest.mark.parametrize("counts, words", [((0,), "must be a positive, finite number"), ((float("nan"),), "finite"),
-                                           ((), "1 to 256 GPU counts"), ((10**12,), "<= 10000000")])
+                                           ((), "must not be empty; give whole GPU counts"),  # s26: list_field
+                                           ((10**12,), "<= 10000000")])
 def test_4_hand_built_gpu_counts_are_checked_as_a_list_is(counts, words):
     """plan's --gpus as a CountsAsked object was taken as it was: (0,), (nan,) and 10^12 GPUs passed the Python API
     and () raised IndexError (a traceback); each is refused as the same list is."""

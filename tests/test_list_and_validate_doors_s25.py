@@ -1,4 +1,5 @@
-"""Session 25, helper X1: --compare reads a list by plan --gpus' rule (an empty entry refused, a repeat kept once),
+"""Session 25, helper X1: --compare reads a list by plan --gpus' rule (an empty entry refused; session 26: by
+schema.list_field, which names the entry's position and refuses a repeat, tests/test_list_field_doors_s26.py),
 and the job inputs' inherited pydantic doors (model_validate, model_validate_json) refuse as the constructors do:
 one InputError naming the field, a JSON key given twice refused as the web API refuses it."""
 
@@ -7,34 +8,35 @@ from helpers import four_door_refusal, web_refusal
 
 import gpuplan
 from gpuplan import InputError
-EMPTY_ENTRY = "a list of GPU names has no empty entries (e.g. h100,b200), or give one name (e.g. h100)"
+EMPTY_ENTRY = "is empty; give GPU names separated by commas, e.g. h100,b200"
 
 # ---- (1) --compare with an empty entry: refused at every door, in plan --gpus '8,,16''s words ------------------------
 
 
-@pytest.mark.parametrize("text", ["a100,", "a100,,h100", "a100, ,h100"])
-def test_compare_with_an_empty_entry_is_refused_at_every_door(run_cli, client, tmp_path, text):
+@pytest.mark.parametrize("text, position", [("a100,", "2 of 2"), ("a100,,h100", "2 of 3"), ("a100, ,h100", "2 of 3")])
+def test_compare_with_an_empty_entry_is_refused_at_every_door(run_cli, client, tmp_path, text, position):
     """`memory --compare a100,` dropped the empty entry silently (the verdict table showed a100 alone)."""
     line = four_door_refusal(run_cli, client, tmp_path, "memory", "memory", {"model": "llama-3.1-8b", "compare": text},
                              "compare", EMPTY_ENTRY)
-    assert line == f"compare: got {text!r}; a list of GPU names has no empty entries (e.g. h100,b200), or give one " \
-                   "name (e.g. h100)"
+    assert line == f"compare: got {text!r}; entry {position} is empty; give GPU names separated by commas, e.g. " \
+                   "h100,b200"
 
 
 def test_compare_as_a_list_with_an_empty_entry_is_refused(client):
     """A JSON / Python list with an empty name is the same empty entry."""
     web_refusal(client.post("/api/memory", json={"model": "llama-3.1-8b", "compare": ["a100", ""]}), "compare",
                 EMPTY_ENTRY)
-    with pytest.raises(InputError, match="no empty entries"):
+    with pytest.raises(InputError, match="entry 2 of 2 is empty"):
         gpuplan.MemoryInputs(model="llama-3.1-8b", compare=["a100", " "])
 
 
-def test_compare_given_a_name_twice_keeps_it_once_as_gpus_and_sections_do():
-    """A repeat is harmless (one verdict row a GPU) and kept once, as plan --gpus 8,8 and report --sections
-    budget,budget keep theirs: the table is the one for the name given once."""
-    twice = gpuplan.estimate_memory(gpuplan.MemoryInputs(model="llama-3.1-8b", gpu="h100", compare="a100,a100"))
-    once = gpuplan.estimate_memory(gpuplan.MemoryInputs(model="llama-3.1-8b", gpu="h100", compare="a100"))
-    assert twice.to_dict() == once.to_dict()
+def test_compare_given_a_name_twice_is_refused_as_gpus_and_sections_are():
+    """Session 25 kept a repeat once (one verdict row a GPU), as plan --gpus 8,8 and report --sections budget,budget
+    kept theirs; session 26 refuses all three (schema.list_field: nothing silently accepted), naming the name."""
+    with pytest.raises(InputError) as twice:
+        gpuplan.MemoryInputs(model="llama-3.1-8b", gpu="h100", compare="a100,a100")
+    assert str(twice.value) == "compare: got 'a100,a100'; 'a100' is given twice (entries 1 and 2); give each once: " \
+                               "GPU names separated by commas, e.g. h100,b200"
 
 
 # ---- (2) model_validate / model_validate_json: InputError in the project's words --------------------------------------

@@ -10,17 +10,30 @@ from gpuplan.errors import InputError
 from gpuplan.schema import types as T
 from gpuplan.schema import vocabulary as V
 from gpuplan.schema.base import JobInputs
+from gpuplan.schema.list_field import ListRule, list_schema, read_list
 
 SECTIONS = ("budget", "memory", "plan", "inference")
 DEFAULT_SECTIONS = ("budget", "memory", "plan")
 
 
+def _section(name: Any) -> str:
+    """One entry of --sections: a section's name, any case."""
+    if not isinstance(name, str) or name.strip().lower() not in SECTIONS:  # trimmed as a one-word choice is
+        raise InputError("sections", name, f"comma-separated names from {', '.join(SECTIONS)}")
+    return name.strip().lower()
+
+
+SECTION_LIST = ListRule("sections", f"comma-separated names from {', '.join(SECTIONS)}", "sections", _section,
+                        len(SECTIONS))
+"""--sections' list (schema.list_field's rules): 'budget,' names its empty entry, 'budget,budget' the name given
+twice (it was kept once, silently)."""
+
+
 def _sections(value: Any, info) -> tuple[str, ...]:
-    items = value if isinstance(value, list | tuple) else str(value).split(",")
-    chosen = tuple(dict.fromkeys(str(part).strip().lower() for part in items))
-    if not chosen or any(s not in SECTIONS for s in chosen):  # '' too: 'budget,,memory' as --gpus '8,,16' is refused
-        raise InputError("sections", value, f"comma-separated names from {', '.join(SECTIONS)}")
-    return chosen
+    return read_list(value, SECTION_LIST)
+
+
+SECTIONS_SCHEMA = list_schema({"type": "string"}, len(SECTIONS), 200)
 
 
 def _plan_path(value: Any, info) -> str:
@@ -45,7 +58,7 @@ class ReportInputs(JobInputs):
     markdown: Annotated[T.Name | None, V.field(None, "Also write Markdown here; its plots go to a <name>-plots "
                                                      "folder beside it.", "none")]
     lang: Annotated[T.choice("en", "zh"), V.field("en", "Language of labels and messages: en or zh.")]
-    sections: Annotated[T.typed(tuple[str, ...], _sections, {"type": "string"}) | None, V.field(
+    sections: Annotated[T.typed(tuple[str, ...], _sections, SECTIONS_SCHEMA) | None, V.field(
         None, "Comma-separated from budget, memory, plan, inference.", "budget,memory,plan (+inference with "
         "serving fields)")]
     plots: Annotated[T.Bool, V.field(True, "Draw the plots (needs the plot extra: matplotlib).")]

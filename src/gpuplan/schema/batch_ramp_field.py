@@ -27,6 +27,7 @@ from gpuplan.errors import InputError
 from gpuplan.schema import types as T
 from gpuplan.schema import vocabulary as V
 from gpuplan.schema.base import JobInputs
+from gpuplan.schema.list_field import ListRule, read_list
 from gpuplan.schema.unseen_text import REFUSAL as UNSEEN_REFUSAL, unseen
 
 FIELD = "batch_ramp"
@@ -177,8 +178,8 @@ def _shown(phase: RampPhase) -> str:
         return f"{phase.tokens}:{phase.start}-{phase.end}"
 
 
-def _long_text(value: str) -> list[str]:
-    """Text past schema.types.MAX_TEXT (up to MAX_RAMP_TEXT): each comma-separated part, the whole checked as
+def _long_text(value: str) -> None:
+    """Text past schema.types.MAX_TEXT (up to MAX_RAMP_TEXT), checked as
     schema.types.name checks a name (schema.unseen_text, before trimming: wave 20's rule; this check was ASCII-only
     and let a bidirectional override, a zero-width space or a C1 control through, or refused it as a bad count)."""
     first = next((at for at, char in enumerate(value) if unseen(char)), None)
@@ -186,27 +187,30 @@ def _long_text(value: str) -> list[str]:
         start = max(0, first - 20)
         raise InputError(FIELD, ("..." if start else "") + value[start:start + 40] +
                          ("..." if start + 40 < len(value) else ""), UNSEEN_REFUSAL)
-    return [part.strip() for part in value.strip().split(",")]
+
+
+RAMP_LIST = ListRule(FIELD, FORMS, "phases", lambda item: _phase(item, item), MAX_PHASES, distinct=False)
+"""--batch-ramp's phases (schema.list_field's rules: an empty phase refused naming its position); a sequence, so a
+phase given twice is not refused: it runs twice, in order."""
 
 
 def parse_batch_ramp(value: Any, info=None) -> tuple[RampPhase, ...]:
     """The phases of --batch-ramp text, a list of texts / pairs / mappings, or phases already parsed."""
     if value is None:
         return ()
-    if isinstance(value, str):
+    quoted = None
+    if isinstance(value, str) and value.strip():
         if len(value.strip()) > MAX_RAMP_TEXT:
             raise InputError(FIELD, value.strip()[:40] + "...", f"is longer than {MAX_RAMP_TEXT} characters; give "
                              "a list of phases (a plan file, the APIs)")
-        items: Any = T.name(value, info).split(",") if len(value) <= T.MAX_TEXT else _long_text(value)
-    elif isinstance(value, list | tuple):
-        items = list(value)
-        if items and all(isinstance(item, RampPhase) for item in items):  # a refusal quotes the phases' text, not
-            value = ",".join(_shown(item) for item in items)  # the dataclass repr (review of wave 18, N6)
-    else:
-        raise InputError(FIELD, value, FORMS)
-    if not items or len(items) > MAX_PHASES:
-        raise InputError(FIELD, f"{len(items)} phases" if items else value, f"1 to {MAX_PHASES} phases; {FORMS}")
-    return tuple(_phase(item, value) for item in items)
+        if len(value) <= T.MAX_TEXT:  # unseen characters refused, before the phases are read
+            T.name(value, info)
+        else:
+            _long_text(value)
+    elif isinstance(value, list | tuple) and value and all(isinstance(item, RampPhase) for item in value):
+        quoted = ",".join(_shown(item) for item in value)  # a refusal quotes the phases' text, not the dataclass
+        # repr (review of wave 18, N6)
+    return read_list(value, RAMP_LIST, quoted)
 
 
 BatchRamp = Annotated[T.typed(tuple[RampPhase, ...], parse_batch_ramp, {"anyOf": [

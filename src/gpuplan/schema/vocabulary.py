@@ -20,6 +20,7 @@ from gpuplan.core.frameworks import DEFAULT_FRAMEWORK, FRAMEWORKS
 from gpuplan.core.memory.recompute import MEGATRON_RECOMPUTE_MODULES
 from gpuplan.errors import InputError
 from gpuplan.schema import types as T
+from gpuplan.schema.list_field import ListRule, list_schema, read_list
 
 DTYPES = M.COMPUTE_DTYPES
 RECOMPUTE = ("none", "selective", "full")
@@ -210,17 +211,28 @@ Recompute = option(T.choice(*RECOMPUTE) | None, None, "Activation recompute: non
                    "the planner's choice (train, budget, plan); none elsewhere.", "planner")
 
 
+def _recompute_module(name: Any) -> str:
+    """One entry of --recompute-modules: a Megatron module name, any case."""
+    if not isinstance(name, str) or name.lower() not in MEGATRON_RECOMPUTE_MODULES:
+        raise InputError("recompute_modules", name, RECOMPUTE_MODULE_FORMS)
+    return name.lower()
+
+
+RECOMPUTE_MODULE_FORMS = f"names separated by commas, from: {', '.join(MEGATRON_RECOMPUTE_MODULES)}"
+RECOMPUTE_MODULE_LIST = ListRule("recompute_modules", RECOMPUTE_MODULE_FORMS, "modules", _recompute_module,
+                                 len(MEGATRON_RECOMPUTE_MODULES))
+"""--recompute-modules' list (schema.list_field's rules: an empty entry or a name given twice refused, naming it)."""
+
+
 def _recompute_modules(value: Any, info) -> tuple[str, ...]:
     """Megatron module names separated by commas (or a list), each once."""
-    items = value if isinstance(value, list | tuple) else T.name(value, info).split(",")
-    names = tuple(str(x).strip().lower() for x in items)
-    valid = ", ".join(MEGATRON_RECOMPUTE_MODULES)
-    if not names or any(n not in MEGATRON_RECOMPUTE_MODULES for n in names) or len(set(names)) != len(names):
-        raise InputError("recompute_modules", value, f"distinct names separated by commas, from: {valid}")
-    return names
+    if isinstance(value, str) and value.strip():
+        T.name(value, info)  # the text's own checks first: at most schema.types.MAX_TEXT, no unseen characters
+    return read_list(value, RECOMPUTE_MODULE_LIST)
 
 
-RecomputeModules = option(T.typed(tuple[str, ...], _recompute_modules, {"type": "string", "maxLength": 200}) | None,
+MODULES_SCHEMA = list_schema({"type": "string"}, len(MEGATRON_RECOMPUTE_MODULES), 200)
+RecomputeModules = option(T.typed(tuple[str, ...], _recompute_modules, MODULES_SCHEMA) | None,
                           None, "Megatron's --recompute-modules (implies --recompute selective; --framework "
                           "megatron): which parts of each layer selective recompute re-runs, e.g. moe_act,layernorm "
                           f"({', '.join(MEGATRON_RECOMPUTE_MODULES)}).", "core_attn")

@@ -8,18 +8,30 @@ from gpuplan.errors import InputError
 from gpuplan.profile.schema import RealModelInputs, SupportedModelType, narrowed
 from gpuplan.schema import types as T
 from gpuplan.schema import vocabulary as V
+from gpuplan.schema.list_field import ListRule, list_schema, read_list
 
 MAX_DEPTH = 1 << 12
 
 
-def _depths(value: Any, info) -> tuple[int, int]:
-    items = value if isinstance(value, list | tuple) else str(value).split(",")
+DEPTH_FORMS = "two increasing depths separated by a comma, e.g. 2,4"
+
+
+def _depth(text: Any) -> int:
+    """One of --depths' two entries: a whole number of layers up to MAX_DEPTH (refused in the field's words)."""
     try:
-        depths = tuple(int(T.count(MAX_DEPTH, whole=True)(str(x).strip(), info)) for x in items)
+        return int(T.count(MAX_DEPTH, whole=True)(text, None))
     except InputError:
-        depths = ()
-    if len(depths) != 2 or not depths[0] < depths[1]:
-        raise InputError("depths", value, "two increasing depths separated by a comma, e.g. 2,4")
+        raise InputError("depths", text, DEPTH_FORMS) from None
+
+
+DEPTH_LIST = ListRule("depths", DEPTH_FORMS, "depths", _depth, 2, exact=True)
+"""--depths' two entries (schema.list_field's rules): '2,' names its empty entry, '2,2' the depth given twice."""
+
+
+def _depths(value: Any, info) -> tuple[int, int]:
+    depths = read_list(value, DEPTH_LIST)
+    if not depths[0] < depths[1]:
+        raise InputError("depths", value, DEPTH_FORMS)
     return depths  # type: ignore[return-value]
 
 
@@ -36,7 +48,7 @@ class MeasureInputs(RealModelInputs):
     attention_kernel: narrowed(V.AttentionKernel, "flash", "sdpa", "eager", optional=False)  # no FA1 on CPU
     gpus: V.GpuCount
     optimizer_impl: narrowed(V.OptimizerImpl, "foreach", "forloop")
-    depths: Annotated[T.typed(tuple[int, int], _depths, {"type": "string"}) | None, V.field(
+    depths: Annotated[T.typed(tuple[int, int], _depths, list_schema({"type": "integer"}, 2, 64)) | None, V.field(
         None, "Measure at two reduced depths and extrapolate to the full depth, e.g. 2,4 (4,8 with FSDP).",
         "full depth")]
 

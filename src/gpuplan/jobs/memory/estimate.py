@@ -363,12 +363,28 @@ def _compared(inputs: MemoryInputs) -> tuple[str, ...]:
     return tuple(g for g in inputs.compare if runs(g))
 
 
+def _each_part_once(compared: tuple[str, ...]) -> None:
+    """--compare naming one GPU twice in two spellings ('h100,h100-sxm'; schema.list_field refuses the same spelling)
+    is refused, naming the second: the table has one row a GPU, and it kept one silently. Beside --gpu's own part a
+    compared name stays one row, as the default list does."""
+    parts: dict[str, str] = {}
+    for name in compared:
+        try:
+            part = resolve_gpu(name).id
+        except InputError:  # an unknown name: _verdict_table refuses it, naming --compare
+            continue
+        if part in parts:
+            raise InputError("compare", name, f"is {part}, as {parts[part]!r} is; give each GPU once")
+        parts[part] = name
+
+
 def _verdict_table(spec, layout, settings, overheads, gpu_ids, known=None,
                    peaks=None) -> tuple[Table, tuple[Accelerator, ...]]:
     """One row per GPU type, and the parts of its rows (resolved once here: the first --gpu's, then --compare's;
     tpu_rules.compared_note reads the rest); ``known``: verdicts already computed, by GPU id (``peaks``: as
     _fits)."""
     rows, parts = [], []
+    _each_part_once(gpu_ids[1:])
     for i, gpu_id in enumerate(dict.fromkeys(gpu_ids)):
         try:
             gpu = resolve_gpu(gpu_id)

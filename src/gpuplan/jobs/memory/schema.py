@@ -13,6 +13,7 @@ from gpuplan.schema import types as T
 from gpuplan.schema import vocabulary as V
 from gpuplan.schema.model_fields import ModelFields
 from gpuplan.schema.precision_rules import check_fp8_recipe, dtype_gap
+from gpuplan.schema.list_field import ListRule, list_schema, read_list
 from gpuplan.schema.shard_group import check_shard_group
 from gpuplan.schema.training_fields import EpA2aOverlap, LayoutFields, SetupFields, check_combined_1f1b
 
@@ -20,20 +21,15 @@ GiB = 2**30
 DEFAULT_VERDICT_GPUS = ("a100-sxm4-40gb", "a100-sxm4-80gb", "h100-sxm", "h200-sxm", "b200", "mi300x")
 
 
-EMPTY_ENTRY = "a list of GPU names has no empty entries (e.g. h100,b200), or give one name (e.g. h100)"
-"""--compare's refusal of 'a100,' / 'a100,,h100' (the words of plan's --gpus '8,,16'; an empty entry was dropped
-silently). A name given twice is harmless and kept once (the verdict table has one row a GPU), as --gpus 8,8 and
-report --sections budget,budget keep theirs."""
+COMPARE = ListRule("compare", "GPU names separated by commas, e.g. h100,b200", "GPU names",
+                   lambda name: T.name(name, None), 64, key=str.lower)
+"""--compare's list (schema.list_field's rules): 'a100,' / 'a100,,h100' refused naming the empty entry, and a name
+given twice ('a100,A100') naming it (the verdict table kept it once, silently). Another spelling of one GPU
+('h100,h100-sxm') is one row of the table (the estimate resolves the names)."""
 
 
 def _gpu_list(value, info) -> tuple[str, ...]:
-    items = value if isinstance(value, list | tuple) else str(value).split(",")
-    if len(items) > 1 and any(not str(x).strip() for x in items):
-        raise InputError("compare", value, EMPTY_ENTRY)
-    names = tuple(T.name(str(x), info) for x in items if str(x).strip())
-    if not names or len(names) > 64:
-        raise InputError("compare", value, "1 to 64 GPU names separated by commas, e.g. h100,b200")
-    return names
+    return read_list(value, COMPARE)
 
 
 def next_interleaved_micro_batches(pp: int, micro_batches: int) -> int:
@@ -55,7 +51,7 @@ class MemoryInputs(ModelFields, LayoutFields, SetupFields):
     """A model, a layout and how the step runs. ``gpus`` fixes the world size (dp is derived)."""
 
     gpu: V.Gpu
-    compare: Annotated[T.typed(tuple[str, ...], _gpu_list, {"type": "string", "maxLength": 1000}),
+    compare: Annotated[T.typed(tuple[str, ...], _gpu_list, list_schema({"type": "string"}, 64)),
                        _f(DEFAULT_VERDICT_GPUS, "GPUs for the verdict table, separated by commas.")]
     gpus: V.GpuCount
     dtype: V.Dtype  # train's and plan's fields: the same peak, the same memory settings (jobs.memory.settings)

@@ -14,6 +14,7 @@ from gpuplan.jobs.budget.fields import BudgetFields
 from gpuplan.schema import types as T
 from gpuplan.schema import vocabulary as V
 from gpuplan.schema.batch_ramp_field import BatchRampFields
+from gpuplan.schema.list_field import ListRule, list_schema, read_list
 from gpuplan.schema.model_fields import ModelFields
 from gpuplan.schema.training_fields import LayoutFields, SetupFields, StepFields
 
@@ -43,47 +44,58 @@ class CountsAsked(tuple):
         return f"{min(self):,}-{max(self):,}" if self.span else listing(tuple(f"{c:,}" for c in self))
 
 
+GPU_LIST_FORMS = "whole GPU counts, e.g. 1024 or 256,512 or 512-4096"
+"""What --gpus takes: one count, a list or a range (every refusal of its form ends with it)."""
+
+
+def _count_entry(text: Any) -> int:
+    """One entry of a --gpus list: a whole GPU count (a word is told the field's forms, not a count's)."""
+    try:
+        return _one(text, "gpus")
+    except InputError as exc:
+        raise InputError("gpus", text, GPU_LIST_FORMS if "expected" in exc.expected else exc.expected) from None
+
+
+GPU_LIST = ListRule("gpus", GPU_LIST_FORMS, "GPU counts", _count_entry, MAX_COUNTS)
+"""--gpus as a list (schema.list_field's rules: an empty entry or a count given twice refused, naming it)."""
+
+
 def gpu_counts(value: Any, info=None) -> tuple[int, ...]:
     """'1024' -> (1024,), '256,512,1024' -> those, '512-4096' -> the powers of two in range and both ends
     (planner.space.power_counts), so a range without a power of two keeps both ends: '100-120' -> (100, 120),
     where it stood for 100 alone and the rest was dropped silently (wave 9). Returned as CountsAsked (list or
-    range kept)."""
+    range kept). A list is read by schema.list_field (GPU_LIST): '8,,16' and '8,8' are refused."""
     span, asked = False, value if isinstance(value, CountsAsked) else None
     if asked is not None:  # checked again as the list it holds (wave 18: the Python API took CountsAsked((0,)) or
         value, span = tuple(asked), asked.span  # ((nan,)) unchecked, and () raised IndexError); kept where it passes
-    try:
-        if isinstance(value, int | float) and not isinstance(value, bool):
-            return (_one(value, "gpus"),)
-        if isinstance(value, list | tuple):
-            counts = tuple(_one(v, "gpus") for v in value)
-        else:
-            text = str(value).strip()
-            if "-" in text and not text.startswith("-"):
-                low, high = (_one(x, "gpus") for x in text.split("-", 1))
-                if low > high:
-                    raise InputError("gpus", text, "a range low-high with low <= high, e.g. 512-4096")
-                from gpuplan.planner.space import power_counts  # lazy: planner.space loads numpy (test_startup)
+    text = value.strip() if isinstance(value, str) else ""
+    if "-" in text and not text.startswith("-") and "," not in text:
+        try:
+            low, high = (_one(x, "gpus") for x in text.split("-", 1))
+        except InputError as exc:
+            raise InputError("gpus", value, GPU_LIST_FORMS if "expected" in exc.expected else
+                             _empty_end(value) or exc.expected) from None
+        if low > high:
+            raise InputError("gpus", text, "a range low-high with low <= high, e.g. 512-4096")
+        from gpuplan.planner.space import power_counts  # lazy: planner.space loads numpy (test_startup)
 
-                counts, span = power_counts(low, high), True
-            else:
-                counts = tuple(_one(x, "gpus") for x in text.split(","))
-    except InputError as exc:
-        raise InputError("gpus", value, "whole GPU counts, e.g. 1024 or 256,512 or 512-4096"
-                         if "expected" in exc.expected else _empty_part(value) or exc.expected) from None
-    if not counts or len(counts) > MAX_COUNTS:
-        raise InputError("gpus", f"{len(counts):,} GPU counts" if counts else value, f"1 to {MAX_COUNTS:,} GPU counts")
-    made = CountsAsked(dict.fromkeys(counts), span)
+        counts, span = power_counts(low, high), True
+        if len(counts) > MAX_COUNTS:
+            raise InputError("gpus", f"{len(counts):,} GPU counts", f"1 to {MAX_COUNTS:,} GPU counts")
+    elif isinstance(value, bool):
+        raise InputError("gpus", value, GPU_LIST_FORMS)
+    else:
+        counts = read_list(value, GPU_LIST)
+    made = CountsAsked(counts, span)
     return asked if asked is not None and tuple(asked) == tuple(made) else made
 
 
-def _empty_part(value: Any) -> str | None:
-    """What a range or list with an empty part ('8-', '8,,16') should be, where the part's own refusal read 'must
-    not be empty' (wave 14: `--gpus 8-` said only that); None for any other value."""
+def _empty_end(value: Any) -> str | None:
+    """What a range with an empty end ('8-') should be, where the end's own refusal read 'must not be empty' (wave
+    14: `--gpus 8-` said only that); None for any other value."""
     text = value.strip() if isinstance(value, str) else ""
-    if "-" in text and not text.startswith("-") and "" in (part.strip() for part in text.split("-", 1)):
+    if "" in (part.strip() for part in text.split("-", 1)):
         return "a GPU range needs both ends, low-high (e.g. 8-64), or give one count (e.g. 8)"
-    if "," in text and "" in (part.strip() for part in text.split(",")):
-        return "a list of GPU counts has no empty entries (e.g. 256,512), or give one count (e.g. 8)"
     return None
 
 
@@ -92,7 +104,8 @@ def _f(default, help: str, shown: str | None = None):
 
 
 GpuCounts = Annotated[tuple[int, ...], PlainValidator(gpu_counts), PlainSerializer(tuple, return_type=tuple[int, ...]),
-                      WithJsonSchema(T.NUMBER_OR_TEXT)]
+                      WithJsonSchema({"anyOf": [{"type": "number"}, *list_schema({"type": "number"}, MAX_COUNTS, 4096)[
+                          "anyOf"]]})]
 """PlainValidator (T.typed's BeforeValidator would rebuild a plain tuple): CountsAsked reaches the job as parsed;
 dumped as the plain tuple it was (pydantic's tuple serializer warns on a subclass)."""
 
