@@ -9,9 +9,14 @@ from __future__ import annotations
 
 import math
 
-STATED = ("tp", "pp", "vpp", "cp", "ep", "zero", "micro_batch", "recompute", "global_batch")
-"""The budget layout's fields (its mem_layout value) that fix `gpuplan memory`'s peak beside the GPU count: the global
-batch sets the pipeline's micro-batches in flight (memory's default is its own, docs/memory.md)."""
+from gpuplan.report.shard_group_memory import LAYOUT_FIELDS
+
+STATED = tuple(name for name in LAYOUT_FIELDS if name not in ("gpus", "dp"))
+"""The budget layout's fields (its mem_layout value) that fix `gpuplan memory`'s peak beside the GPU count (the fields
+memory takes, shard_group_memory.LAYOUT_FIELDS, less the count and dp, which follows): the global batch sets the
+pipeline's micro-batches in flight (memory's default is its own, docs/memory.md); etp and shard_group are in the value
+only where the layout has them (planner.plan.Plan.degrees). A hand copy without those two told a MoE report with
+`etp: 1` or one with `shard_group: 8` to state a layout without them (closing note s25)."""
 
 
 def with_budget_contrast(memory, budget):
