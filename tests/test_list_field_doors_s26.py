@@ -217,3 +217,14 @@ def test_compare_naming_one_gpu_in_two_spellings_is_refused_at_every_door(run_cl
     assert line == "compare: got 'h100-sxm'; is h100-sxm, as 'h100' is; give each GPU once"
     table = gpuplan.estimate_memory(gpuplan.MemoryInputs(model="llama-3.1-8b", gpu="h100", compare="h100-sxm,a100"))
     assert [row["gpu"] for row in table.to_dict()["tables"]["verdict per GPU type"]] == ["h100-sxm", "a100-sxm4-80gb"]
+
+
+@pytest.mark.parametrize("line, words", [
+    ('gpus = [8, 16, 8]', f"gpus: got [8, 16, 8]; 8 is given twice (entries 1 and 3); give each once: {GPU_FORMS}"),
+    ('gpus = "8,16,"', f"gpus: got '8,16,'; entry 3 of 3 is empty; give {GPU_FORMS}"),
+    ('gpus = []', f"gpus: got []; must not be empty; give {GPU_FORMS}")])
+def test_a_toml_plan_file_reads_its_list_by_the_same_rules(run_cli, tmp_path, line, words):
+    """A TOML array or string says what the flag says."""
+    plan = tmp_path / "ask.toml"
+    plan.write_text(f'model = "llama-3-8b"\n{line}\n', encoding="utf-8")
+    assert field_refusal(run_cli("plan", str(plan)), f"{plan}: gpus") == f"error: {plan}: {words}\n"
