@@ -48,3 +48,49 @@ def test_a_fifo_swapped_in_after_the_check_is_not_waited_on(tmp_path, monkeypatc
     finally:
         signal.alarm(0)
         signal.signal(signal.SIGALRM, previous)
+
+
+# ---- 2. a config.json of a task head (sequence classification, QA ...): not the causal LM it was answered as ---------
+
+LLAMA_1B = os.path.join(os.path.dirname(__file__), os.pardir, "src", "gpuplan", "catalog", "models", "llama-3.2-1b.json")
+
+
+def _llama_1b(**changes) -> dict:
+    import json
+
+    with open(LLAMA_1B, encoding="utf-8") as handle:
+        return json.load(handle)["config"] | changes
+
+
+@pytest.mark.parametrize("architecture, head", [
+    ("LlamaForSequenceClassification", "a sequence-classification head"),
+    ("LlamaForTokenClassification", "a token-classification head"),
+    ("LlamaForQuestionAnswering", "a question-answering head")])
+def test_a_task_head_config_is_refused_at_every_door(run_cli, client, tmp_path, architecture, head):
+    """Llama 3.2 1B's config with architectures ["LlamaForSequenceClassification"] (a `score` head of num_labels on the
+    last token) was answered by memory, infer and measure, exit 0, as LlamaForCausalLM (a 128,256-wide LM head and a
+    loss over every token; measure built AutoModelForCausalLM from it): another model than the config's."""
+    import json
+
+    from helpers import field_refusal, web_refusal
+
+    config = _llama_1b(architectures=[architecture])
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config), encoding="utf-8")
+    line = (f"error: config.json: architectures: got '{architecture}'; is {head}; gpuplan models language models "
+            'with their LM head: give a causal-LM config (e.g. ["LlamaForCausalLM"])\n')
+    for job in (("memory", str(path), "--gpus", "1"), ("infer", "--model", str(path)),
+                ("measure", "--model", str(path), "--seq-len", "32", "--micro-batch", "1")):
+        assert field_refusal(run_cli(*job), "config.json: architectures") == line, job
+    web = web_refusal(client.post("/api/memory", json={"config": config, "gpus": 1}), "config.json: architectures")
+    assert f"error: {web}\n" == line
+
+
+def test_a_causal_lm_listed_beside_a_task_head_is_still_answered(run_json, tmp_path):
+    import json
+
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(_llama_1b(architectures=["LlamaForCausalLM", "LlamaForSequenceClassification"])))
+    # 18 B a parameter on one GPU (2 bf16 weights + 4 fp32 grads + 4 master + 8 Adam moments) x the published
+    # 1,235,814,400 of Llama 3.2 1B (the catalog entry's published_params)
+    assert run_json("memory", str(path), "--gpus", "1")["results"]["model_states_total"] == 18 * 1_235_814_400

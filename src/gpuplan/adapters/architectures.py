@@ -29,6 +29,14 @@ NOT_DECODER_ONLY = {
                                         "bamba", "nemotronh", "recurrentgemma", "falconh1", "granitemoehybrid",
                                         "lfm2", "xlstm"),
 }
+TASK_HEADS = {"ForSequenceClassification": "a sequence-classification head", "ForTokenClassification":
+              "a token-classification head", "ForQuestionAnswering": "a question-answering head",
+              "ForMultipleChoice": "a multiple-choice head", "ForMaskedLM": "a masked-LM head"}
+"""transformers' task heads (modeling_auto.py's MODEL_FOR_*_MAPPING_NAMES classes, e.g. LlamaForSequenceClassification:
+a `score` Linear of num_labels outputs on the last token where LlamaForCausalLM has its vocab-sized lm_head and a loss
+over every token). gpuplan estimates the causal-LM model (measure and profile build AutoModelForCausalLM), so such a
+config was answered for a model other than its own (hostile w30)."""
+LM_HEADS = ("ForCausalLM", "LMHeadModel", "ForConditionalGeneration")
 TOWERS = ("vision_config", "audio_config")
 _HEAD = re.compile(r"(For[A-Z]\w*|LMHeadModel|Model)$")
 
@@ -89,6 +97,12 @@ def check_architecture(config: dict[str, Any], text: dict[str, Any], model_type:
         if kind is not None:
             raise InputError("config.json: architectures", name, f"is {kind}; gpuplan models decoder-only "
                              "transformer language models (model_type does not change that)")
+    tasks = [n for n in names if n.endswith(tuple(TASK_HEADS))]
+    if tasks and not any(n.endswith(LM_HEADS) for n in names):
+        suffix = next(h for h in TASK_HEADS if tasks[0].endswith(h))
+        raise InputError("config.json: architectures", tasks[0], f"is {TASK_HEADS[suffix]}; gpuplan models language "
+                         f"models with their LM head: give a causal-LM config (e.g. "
+                         f"[\"{tasks[0].removesuffix(suffix)}ForCausalLM\"])")
     types = {str(t).replace("_", "").lower().removesuffix("text") for t in (config.get("model_type"),
                                                                               text.get("model_type"), model_type) if t}
     strangers = [n for n in names if family(n) not in types]
