@@ -83,6 +83,16 @@ def campaign_refusal(stages: Any, where: str | None = None) -> InputError:
                       "FILE`, POST /api/campaign or gpuplan.estimate_campaign (docs/campaign.md)")
 
 
+def _check_mapping(raw: Any, where: str | None = None) -> None:
+    """Refuse raw inputs that are no mapping, or a key that is no text ({1: 2}: pydantic's bare TypeError, wave 27),
+    naming ``where`` (a plan file's name; None: the Python caller's inputs): JobInputs.parse's and model_validate's
+    one check."""
+    if not isinstance(raw, Mapping):
+        raise InputError(where or "inputs", type(raw).__name__, "expected a mapping of field names to values")
+    for odd in (k for k in raw if not isinstance(k, str)):
+        raise key_refusal(odd, raw[odd], where)
+
+
 @contextmanager
 def _source(where: str | None) -> Iterator[None]:
     """Values are read from ``where`` (a plan file's name; None: flags, an API body, Python) while
@@ -143,10 +153,7 @@ class JobInputs(BaseModel):
     @classmethod
     def parse(cls, raw: Mapping[str, Any], where: str | None = None) -> Self:
         """Check raw values (flags, plan-file fields, an API body); ``None`` means not given."""
-        if not isinstance(raw, Mapping):
-            raise InputError(where or "inputs", type(raw).__name__, "expected a mapping of field names to values")
-        for odd in (k for k in raw if not isinstance(k, str)):  # {1: 2}: pydantic's bare TypeError (wave 27)
-            raise key_refusal(odd, raw[odd], where)
+        _check_mapping(raw, where)
         data = {k: v for k, v in raw.items() if v is not None}
         with _source(where):
             try:
@@ -167,10 +174,7 @@ class JobInputs(BaseModel):
                 raise as_typed(input_error(exc, cls), obj if isinstance(obj, Mapping) else {}) from None
         if isinstance(obj, cls):
             return obj
-        if not isinstance(obj, Mapping):
-            raise InputError("inputs", type(obj).__name__, "expected a mapping of field names to values")
-        for odd in (k for k in obj if not isinstance(k, str)):
-            raise key_refusal(odd, obj[odd])
+        _check_mapping(obj)
         return cls(**obj)
 
     @classmethod
