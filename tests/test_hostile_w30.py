@@ -94,3 +94,27 @@ def test_a_causal_lm_listed_beside_a_task_head_is_still_answered(run_json, tmp_p
     # 18 B a parameter on one GPU (2 bf16 weights + 4 fp32 grads + 4 master + 8 Adam moments) x the published
     # 1,235,814,400 of Llama 3.2 1B (the catalog entry's published_params)
     assert run_json("memory", str(path), "--gpus", "1")["results"]["model_states_total"] == 18 * 1_235_814_400
+
+
+# ---- 3. the Python API's resolve_model: a model_type that is no text, or empty ---------------------------------------
+
+
+@pytest.mark.parametrize("model_type, words", [(5, "model_type: got 'int'; expected a name (text)"),
+                                               (b"llama", "model_type: got 'bytes'; expected a name (text)"),
+                                               ("", "model_type: got ''; must not be empty"),
+                                               ("  ", "model_type: got '  '; must not be empty")])
+def test_resolve_model_names_a_model_type_that_is_no_name(model_type, words):
+    """gpuplan.resolve_model('llama-3.1-8b', model_type=5) was refused as "config.json: got 'llama-3.1-8b'; could not be
+    read as a Hugging Face config (AttributeError: 'int' object has no attribute 'strip')" (the catalog model blamed);
+    '' was read as no override where the CLI, plan files and the web refuse it ('must not be empty')."""
+    import gpuplan
+
+    with pytest.raises(InputError) as caught:
+        gpuplan.resolve_model("llama-3.1-8b", model_type=model_type)
+    assert str(caught.value) == words
+
+
+def test_resolve_model_reads_a_model_type_given_as_text():
+    import gpuplan
+
+    assert gpuplan.resolve_model("llama-3.1-8b", model_type="llama") == gpuplan.resolve_model("llama-3.1-8b")

@@ -78,6 +78,9 @@ def resolve_model(model: str | None = None, params: str | float | None = None,
     parameter count. ``model_type`` reads the config as that type (e.g. an unsupported one as
     'llama')."""
     model = _as_text(model, "model", paths=True)
+    model_type = _as_text(model_type, "model_type")  # 5 was read as the config's fault (AttributeError on .strip())
+    if model_type is not None and not model_type.strip():  # the schema's words for '' (the CLI, plan files, web)
+        raise InputError("model_type", model_type, "must not be empty")
     if model and params:
         raise InputError("model/params", f"{model} / {params}", "give either a model or --params, not both")
     if params is not None:
