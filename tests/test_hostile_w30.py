@@ -118,3 +118,30 @@ def test_resolve_model_reads_a_model_type_given_as_text():
     import gpuplan
 
     assert gpuplan.resolve_model("llama-3.1-8b", model_type="llama") == gpuplan.resolve_model("llama-3.1-8b")
+
+
+# ---- 4. measure: a config.json whose forward returns a tuple, or its hidden states --------------------------------
+
+
+def _measured(run_cli, path) -> tuple[int, str, str]:
+    return run_cli("measure", str(path), "--seq-len", "64", "--micro-batch", "1", "--json")
+
+
+@pytest.mark.parametrize("key, value", [("return_dict", False), ("output_hidden_states", True),
+                                        ("output_attentions", True)])
+def test_measure_reads_a_config_that_asks_forward_for_other_outputs(run_cli, tmp_path, key, value):
+    """Llama 3.2 1B at 2 layers with "return_dict": false ended `measure` in exit 70 ("internal error: AttributeError:
+    'tuple' object has no attribute 'last_hidden_state'"; `profile` reads `.loss` the same way); output_hidden_states:
+    true was answered with a transformers line on stderr ('The following generation flags are not valid ...'). These
+    switch what forward returns, not the model: measured as the same config without them (a relation, not a pin)."""
+    import json
+
+    measured = {}
+    for name, config in (("plain", _llama_1b(num_hidden_layers=2)), (key, _llama_1b(num_hidden_layers=2, **{key: value}))):
+        path = tmp_path / name / "config.json"
+        path.parent.mkdir()
+        path.write_text(json.dumps(config), encoding="utf-8")
+        code, out, err = _measured(run_cli, path)
+        assert code == 0 and err == "", (code, err[-300:])
+        measured[name] = json.loads(out)["results"]["measured_peak"]
+    assert measured[key] == measured["plain"] > 0

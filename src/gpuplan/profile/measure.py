@@ -42,20 +42,10 @@ CATEGORIES = ("param", "buffer", "grad", "activation", "temp", "optimizer_state"
 # Tracker reference types (enum member names of _MemRefType / _FSDPRefType) -> our categories.
 # Model inputs (input_ids, which also serve as labels) count as activation memory.
 _CATEGORY_OF = {
-    "PARAM": "param",
-    "SHARDED_PARAM": "param",
-    "UNSHARDED_PARAM": "param",
-    "BUFFER": "buffer",
-    "GRAD": "grad",
-    "SHARDED_GRAD": "grad",
-    "UNSHARDED_GRAD": "grad",
-    "ACT": "activation",
-    "OTH": "activation",
-    "INP": "activation",
-    "TEMP": "temp",
-    "ALL_GATHER": "temp",
-    "REDUCE_SCATTER": "temp",
-    "OPT": "optimizer_state",
+    "PARAM": "param", "SHARDED_PARAM": "param", "UNSHARDED_PARAM": "param", "BUFFER": "buffer",
+    "GRAD": "grad", "SHARDED_GRAD": "grad", "UNSHARDED_GRAD": "grad",
+    "ACT": "activation", "OTH": "activation", "INP": "activation",
+    "TEMP": "temp", "ALL_GATHER": "temp", "REDUCE_SCATTER": "temp", "OPT": "optimizer_state",
 }
 
 # Settings that legitimately differ between two depths of the same measurement.
@@ -157,6 +147,10 @@ def _build_config(transformers, hf_config: Mapping, num_layers: int | None):
         transformers.logging.set_verbosity(verbosity)
     text = config.get_text_config()
     check_transformers_defaults(text)
+    for built in {id(config): config, id(text): text}.values():  # what forward returns, not the model (hostile w30):
+        # return_dict false made it a tuple, and `.loss` ended measure and profile in exit 70; the hidden states and
+        # attention maps it may return beside the loss are no part of the estimate (Trainer reads outputs[0] then)
+        built.return_dict, built.output_hidden_states, built.output_attentions = True, False, False
     full_layers = getattr(text, "num_hidden_layers", None)
     if num_layers is not None:
         if full_layers is None:
