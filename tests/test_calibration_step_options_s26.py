@@ -148,3 +148,51 @@ def test_a_file_with_bad_options_is_refused(run_cli, log, tmp_path, options, fie
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps(doc))
     field_refusal(run_cli("train", *train_flags(DENSE), "--calibration", str(bad)), field)
+
+
+MEMORY_LOG = "step,step_time_s,memory_gib\n1,1.0,40\n2,1.0,40\n3,1.0,40\n4,1.0,40\n5,1.0,40\n"
+TP2_LAYOUT = tuple(x for name, value in zip(TP2[::2], TP2[1::2]) if name not in ("--framework", "--recompute")
+                   for x in (name, value))
+MEMORY_CASES = {  # calibrate's memory prediction is train's and memory's (allocated peak per GPU, bytes)
+    "megatron": TP2_LAYOUT + ("--framework", "megatron", "--recompute", "none"),
+    "megatron grad-dtype bf16": TP2_LAYOUT + ("--framework", "megatron", "--recompute", "none", "--grad-dtype", "bf16"),
+    "megatron recompute-modules mlp": TP2_LAYOUT + ("--framework", "megatron", "--recompute-modules", "mlp"),
+    "megatron recipe fp8": TP2_LAYOUT + ("--framework", "megatron", "--recompute", "none", "--recipe", "fp8"),
+    "megatron cp 2": TP2_LAYOUT + ("--framework", "megatron", "--recompute", "none", "--cp", "2"),
+    "megatron pp 2 vpp 2": PIPELINE + ("--vpp", "2"),
+    "torchtitan": TP2_LAYOUT + ("--framework", "torchtitan", "--recompute", "none"),
+    "generic": TP2_LAYOUT + ("--framework", "generic", "--recompute", "none"),
+}
+
+
+@pytest.fixture(scope="module")
+def memory_log(tmp_path_factory):
+    path = tmp_path_factory.mktemp("step_options_memory") / "steps.csv"
+    path.write_text(MEMORY_LOG)
+    return path
+
+
+def calibrated_peak(run_json, memory_log, tmp_path, flags) -> float:
+    out = tmp_path / "cal.json"
+    run_json("calibrate", str(memory_log), *flags, "--out", str(out))
+    return json.loads(out.read_text())["measurements"][0]["memory_default_bytes"]
+
+
+@pytest.mark.parametrize("name", list(MEMORY_CASES))
+def test_calibrate_predicts_the_peak_train_and_memory_do(run_json, memory_log, tmp_path, name):
+    """Session 26: a log's memory is predicted with train's memory builder (jobs.memory.settings, through
+    calibrate.train_step.train_case), not the log format's defaults: llama-3-8b tp 2 on 8 H100, megatron, was
+    34.51 GiB at calibrate and 42.68 GiB (45,831,999,488 B) at train and memory."""
+    flags = MEMORY_CASES[name]
+    peak = calibrated_peak(run_json, memory_log, tmp_path, flags)
+    assert peak == pytest.approx(run_json("memory", *flags)["results"]["peak_allocated"], rel=1e-12)
+    assert peak == pytest.approx(run_json("train", *train_flags(flags))["results"]["mem_peak_allocated"], rel=1e-12)
+
+
+def test_grad_dtype_moves_the_calibrated_peak_by_the_gradient_buffer(run_json, memory_log, tmp_path):
+    """--grad-dtype bf16 under megatron: gradients at 2 B in place of Megatron-Core's fp32 4 B (grad_reduce_in_fp32),
+    on llama-3-8b's 4,015,263,744 parameters a GPU at tp 2 (memory's peak_weights: 8,030,527,488 B at 2 B; ZeRO-1 keeps
+    every gradient): 2 B x that = 8,030,527,488 B less (45,831,999,488 -> 37,801,472,000)."""
+    fp32 = calibrated_peak(run_json, memory_log, tmp_path, MEMORY_CASES["megatron"])
+    bf16 = calibrated_peak(run_json, memory_log, tmp_path, MEMORY_CASES["megatron grad-dtype bf16"])
+    assert fp32 - bf16 == pytest.approx(2 * 4_015_263_744, rel=1e-9)

@@ -1,5 +1,7 @@
 """Which flags round-trip a calibration, and a warning where the plan's differ in a way calibrate cannot state
-(review R2 S1-3).
+(review R2 S1-3). Session 26: calibrate takes --cp, --vpp and --tp-overlap (tests/test_calibration_step_options_s26.py);
+not given, a log is timed at cp 1, vpp 1 and the framework's TP overlap, as below, and the warning no longer says
+calibrate cannot state them.
 
 calibrate times a log at cp 1, vpp 1 and the framework's TP overlap (it takes no --cp, --vpp, --tp-overlap); the file
 records them (reference.layout) and train / plan / budget say so, beside the other calibration warnings, when they
@@ -28,11 +30,11 @@ def _calibrated(run_json, tmp_path, pp):
 
 @pytest.mark.parametrize("pp, extra, step, said", [
     (2, ("--cp", "1", "--vpp", "1"), 1.000, None),
-    (2, (), 0.905, "calibration timed its log at --vpp 1 (options calibrate cannot state), planned at --vpp 16"),
+    (2, (), 0.905, "calibration timed its log at --vpp 1, planned at --vpp 16"),
     (2, ("--cp", "1", "--vpp", "2"), 0.952, "planned at --vpp 2"),
     (2, ("--cp", "1", "--vpp", "1", "--tp-overlap", "0.5"), 0.985,
-     "calibration timed its log at --tp-overlap 0.25 (options calibrate cannot state), planned at --tp-overlap 0.5"),
-    (1, ("--cp", "2"), 1.051, "calibration timed its log at --cp 1 (options calibrate cannot state), planned at --cp 2"),
+     "calibration timed its log at --tp-overlap 0.25, planned at --tp-overlap 0.5"),
+    (1, ("--cp", "2"), 1.051, "calibration timed its log at --cp 1, planned at --cp 2"),
 ])
 def test_a_plan_at_options_calibrate_cannot_state_is_told(run_json, tmp_path, pp, extra, step, said):
     cal = _calibrated(run_json, tmp_path, pp)

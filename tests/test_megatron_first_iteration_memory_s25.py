@@ -62,11 +62,13 @@ def test_the_first_iteration_peak_by_hand():
     steady, first = P.memory_parts(case), P.memory_parts(case, first_iteration=True)
     assert first.moments == pytest.approx(MOMENTS, rel=1e-9) and MOMENTS / GiB == pytest.approx(21.748, abs=1e-3)
     assert first.states == pytest.approx(STATES, rel=1e-9) and STATES / GiB == pytest.approx(52.862, abs=1e-3)
-    # iteration 1's backward holds no moments: 61.19 - 21.75 = 39.44 GiB, below the step's 52.86 GiB (the states:
-    # Megatron's megatron recipe has no step buffers here), so the line's predicted peak is the step's
+    # iteration 1's backward holds no moments: 60.94 - 21.75 = 39.19 GiB, below the step's 52.86 GiB (the states:
+    # Megatron's megatron recipe has no step buffers here), so the line's predicted peak is the step's. 60.94 GiB:
+    # train's memory builder, which calibrate reads since session 26 (Megatron's vocab-parallel cross-entropy, the
+    # framework's loss; 61.19 GiB with the log format's generic loss before)
     assert first.backward_start == pytest.approx(steady.backward_start - MOMENTS, rel=1e-9)
-    assert first.backward_start / GiB == pytest.approx(39.44, abs=0.01) and not first.at_backward()
-    assert first.peak() == pytest.approx(STATES, rel=1e-9) and steady.peak() / GiB == pytest.approx(61.19, abs=0.01)
+    assert first.backward_start / GiB == pytest.approx(39.19, abs=0.01) and not first.at_backward()
+    assert first.peak() == pytest.approx(STATES, rel=1e-9) and steady.peak() / GiB == pytest.approx(60.94, abs=0.01)
     # the log's 54,250.986 MB is 0.22% above it (the steady-state prediction is 15.5% above the log)
     assert 54250.98583984375 * 2**20 / first.peak() - 1 == pytest.approx(0.0022, abs=2e-4)
 
@@ -90,7 +92,8 @@ def test_the_run_s_own_layout_calibrates_time_and_leaves_memory(run_cli):
 
 def test_a_later_line_keeps_the_steady_state_peak(run_cli, tmp_path):
     # the same line after iteration 2 (Megatron-LM since 9927a85e, or --log-interval 2): the moments exist, the steady
-    # peak is predicted, which fits activation_memory 0.0141 (outside 0.1-10): memory is dropped with a note naming it,
+    # peak is predicted, which fits activation_memory 0.0145 (outside 0.1-10; 0.0141 before session 26's memory
+    # builder): memory is dropped with a note naming it,
     # the time fit stands (it refused the whole calibration before)
     text = LOG.read_text().replace("(after 1 iterations)", "(after 2 iterations)", 1)
     path = tmp_path / "after2.log"
@@ -99,11 +102,11 @@ def test_a_later_line_keeps_the_steady_state_peak(run_cli, tmp_path):
     assert m.memory_after_iteration == 2
     cal = fit_calibration([m])
     assert P.memory_parts(P.case_of(m)).moments is None and not cal.activation_memory.applied
-    assert any(n.startswith(f"memory not calibrated: {path} fit activation_memory 0.0141, outside the 0.1-10")
+    assert any(n.startswith(f"memory not calibrated: {path} fit activation_memory 0.0145, outside the 0.1-10")
                for n in cal.notes)
     assert cal.compute_time.value == pytest.approx(2.04, abs=0.01)
     code, out, err = run_cli("calibrate", str(path), *FLAGS)
-    assert code == 0 and "fit activation_memory 0.0141" in out, err
+    assert code == 0 and "fit activation_memory 0.0145" in out, err
 
 
 def test_a_memory_only_fit_out_of_range_is_still_refused():

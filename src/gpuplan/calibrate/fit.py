@@ -268,7 +268,7 @@ def _reference(rows: list[_Row]) -> Reference:
 
 def _unstated(timed: list[_Row]) -> dict:
     """calibrate.model.Reference.layout: the first fused log's context parallelism, virtual pipeline stages and TP
-    overlap, which calibrate's flags cannot state (review R2 S1-3: train leaving --vpp to its search, vpp 16, answered
+    overlap, given to calibrate or train's defaults (review R2 S1-3: train leaving --vpp to its search, vpp 16, answered
     0.905 s for a 1.0 s log); {} for trials (their own eager step)."""
     r = next((r for r in timed if r.step is not None), None)
     return {} if r is None else {"cp": r.case.layout.cp, "vpp": r.case.layout.vpp, "tp_overlap": r.case.step.tp_overlap}

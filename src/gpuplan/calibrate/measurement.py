@@ -69,7 +69,7 @@ class Measurement:
     classes); for logs and tables calibrate's --framework (train's profile: calibrate.train_step); '' (a
     Measurement built before session 25): gpuplan's generic model."""
     options: tuple[tuple[str, Any], ...] = ()
-    """Logs: the step options given to calibrate (calibrate.train_step.LOG_STEP_OPTIONS: --cp, --vpp, --tp-overlap,
+    """Logs: the step options given to calibrate (calibrate.step_options.LOG_STEP_OPTIONS: --cp, --vpp, --tp-overlap,
     ...), as train parses them."""
     finetune: str = "full"
     lora_rank: int = 16
@@ -159,7 +159,7 @@ class LogContext:
     """--framework: whose step train times the log with (calibrate.train_step); '' not given: the log format's
     (LOG_FRAMEWORKS)."""
     options: tuple[tuple[str, Any], ...] = ()
-    """The step options given (calibrate.train_step.LOG_STEP_OPTIONS), (name, value) pairs."""
+    """The step options given (calibrate.step_options.LOG_STEP_OPTIONS), (name, value) pairs."""
 
     @property
     def cp(self) -> int:
@@ -180,7 +180,9 @@ def log_framework(context_framework: str, fmt: str) -> str:
     return context_framework or LOG_FRAMEWORKS.get(fmt, DEFAULT_FRAMEWORK)
 
 
-# Per log format: (memory recipe, activation implementation, ZeRO stage) when not given.
+# Per log format: (memory recipe, activation implementation, ZeRO stage) when not given. Since session 26 a log's memory
+# and step are predicted as train builds them for the flags (calibrate.train_step.train_case: the framework's recipe
+# and implementation unless --recipe / --implementation are given); the ZeRO stage here is still the layout's.
 LOG_DEFAULTS: dict[str, tuple[str, str, int]] = {
     "torchtitan": ("fsdp2", "torchtitan", 3),  # torchtitan default: FSDP2 with fp32 params + bf16 MP
     "megatron": ("megatron", "megatron", 0),  # Megatron-LM without --use-distributed-optimizer

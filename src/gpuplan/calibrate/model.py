@@ -90,11 +90,11 @@ class Reference:
     """The compute dtype the factors were fitted at (the measurements' --dtype, or --recipe fp8's: fp8), ', '-joined
     where they differ; '' in files before session 25. A plan at another dtype is told (jobs.calibration_notice)."""
     layout: dict = field(default_factory=dict)
-    """What calibrate timed the (first) log with that its flags cannot state: {"cp": 1, "vpp": 1, "tp_overlap": the
+    """What calibrate timed the (first) log's layout at: {"cp": --cp or 1, "vpp": --vpp or 1, "tp_overlap": the
     share of TP communication hidden, core.time.step.StepSettings.tp_overlap}; {} in files before session 25 and for
     trials. A plan at another --cp / --vpp / --tp-overlap is told (jobs.calibration_notice.layout_warning)."""
     options: dict = field(default_factory=dict)
-    """The other step options train parsed for the (first) log (calibrate.train_step.RECORDED_OPTIONS: given, or
+    """The other step options train parsed for the (first) log (calibrate.step_options.RECORDED_OPTIONS: given, or
     train's default; null for --dp-overlap not given), as JSON holds them: {"grad_dtype": "fp32", "sequence_parallel":
     true, ...}; {} in files before session 26 and for trials. A plan with another is told
     (jobs.calibration_notice.options_warning)."""

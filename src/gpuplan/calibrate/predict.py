@@ -132,7 +132,7 @@ def case_of(measurement) -> Case:
     if m.kind != "trial" and m.gpu:  # a log: train's model, layout and step for the same flags (calibrate.train_step)
         from gpuplan.calibrate.train_step import train_case
 
-        spec, layout, step = train_case(m, spec, gpu)
+        spec, layout, memory, step = train_case(m, spec, gpu)
         check_layout(spec, layout, seq_len=m.seq_len, framework=m.framework,
                      kv_subsharding=rules_for(m.framework).kv_subsharding)
         return Case(spec, layout, memory, step, gpu)

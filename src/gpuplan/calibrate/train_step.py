@@ -5,14 +5,15 @@ predicts, so the prediction calibrate divides by must be train's own for the log
 not reproduce the run it was fitted on (session 25: a 1.0 s Megatron-default log of llama-3-8b on 8 H100s, ZeRO-3,
 was timed with the generic fused settings at 0.955 s and train answered 0.865 s). A log's measurement is turned into
 the training inputs train would parse for those flags (jobs.plan.schema.PlanInputs: the framework, --recipe where
-given, the step options of LOG_STEP_OPTIONS) and its settings come from jobs.plan.step_settings.step_settings_for,
-the builder evaluator_for uses: one builder, not a copy. Trials (an eager transformers step, --framework hf from the
-trial loop) keep their own settings (calibrate.predict.eager_fields). Units: none (settings objects).
+given, the step options of calibrate.step_options.LOG_STEP_OPTIONS) and its settings come from
+jobs.plan.step_settings.step_settings_for, the builder evaluator_for uses: one builder, not a copy. Since session 26 the layout (--cp, --vpp, --etp, sequence
+parallelism) and the memory settings are train's too (train_case: jobs.memory.settings.training_memory_settings, the
+builder train and memory share), so the peak calibrate fits against is the one train and memory print for the flags.
+Trials (an eager transformers step, --framework hf from the trial loop) keep their own settings
+(calibrate.predict.eager_fields). Units: none (settings objects).
 """
 
 from __future__ import annotations
-
-from gpuplan.calibrate.step_options import LOG_STEP_OPTIONS  # noqa: F401  (its home before session 26)
 
 PLACEHOLDER_TOKENS = 1e12
 """Training tokens the inputs need to parse; the step does not read them."""
@@ -30,30 +31,39 @@ def train_inputs(m):
 
 
 def train_case(m, spec, gpu):
-    """(the model as train reads it, core.parallel.ParallelLayout, core.time.step.StepSettings) train times the log's
-    layout with, before calibration: the model with the MTP modules the framework trains (SetupFields.adjust_spec,
-    whose refusals of options the model cannot take are train's), the layout's virtual stages, context parallelism,
-    expert TP and sequence parallelism as the Evaluator lays them out (planner.search.Evaluator.layout /
-    with_expert_layout)."""
+    """(the model as train reads it, core.parallel.ParallelLayout, core.memory.training.MemorySettings,
+    core.time.step.StepSettings) train predicts the log's layout with, before calibration: the model with the MTP
+    modules the framework trains (SetupFields.adjust_spec, whose refusals of options the model cannot take are
+    train's), the layout's virtual stages, context parallelism, expert TP and sequence parallelism as the Evaluator
+    lays them out (planner.search.Evaluator.layout / with_expert_layout), the memory settings of train's and memory's
+    one builder (jobs.memory.settings.training_memory_settings, in the log's recompute mode as Evaluator.memory_of)."""
+    from dataclasses import replace
+
     from gpuplan.core.expert_layout import EXPERTS_REPLICATED_OVER_TP
     from gpuplan.core.parallel import ParallelLayout
+    from gpuplan.core.precision import check_recipe_runs_on
+    from gpuplan.core.time.attention_core import execution_kernel
+    from gpuplan.jobs.memory.settings import training_memory_settings
     from gpuplan.jobs.plan.step_settings import step_settings_for
     from gpuplan.schema.precision_rules import check_dtype_runs_on
 
     inputs = train_inputs(m)
     check_dtype_runs_on(inputs, gpu)  # the dtype and --fp8-recipe mxfp8 on the part, as train checks them
+    check_recipe_runs_on(inputs.recipe_name, gpu)  # the recipe train reads (jobs.plan.search._checked_gpu)
     spec = inputs.adjust_spec(spec)
     step = step_settings_for(inputs, spec, gpu, m.recompute)
+    kernel = execution_kernel(inputs.attention_kernel, spec.model_type, inputs.framework, inputs.implementation_name)
+    memory = replace(training_memory_settings(inputs, spec, gpu, kernel), recompute=m.recompute)
     layout = ParallelLayout(dp=m.dp, tp=m.tp, pp=m.pp, vpp=inputs.vpp or 1, cp=inputs.cp or 1, ep=m.ep,
                             zero=m.zero, micro_batch=m.micro_batch, global_batch=m.global_batch or m.micro_batch * m.dp,
                             sequence_parallel=step.sequence_parallel, etp=step.expert_tp,
                             experts_replicated_over_tp=inputs.framework in EXPERTS_REPLICATED_OVER_TP)
-    return spec, layout, step
+    return spec, layout, memory, step
 
 
 def train_step_settings(m, spec, gpu):
     """core.time.step.StepSettings train times the log's layout with, before calibration (train_case's)."""
-    return train_case(m, spec, gpu)[2]
+    return train_case(m, spec, gpu)[3]
 
 
 

@@ -12,7 +12,7 @@ def with_calibration_warning(report: Report, inputs, gpu_id: str, layout=None) -
     """``report`` with the calibration warning first when ``inputs.calibration`` was measured on
     another device, GPU or framework, or fitted at another compute dtype (dtype_warning), or the planned ``layout``
     (core.parallel.ParallelLayout; None: not known) and --tp-overlap differ from what calibrate timed the log with
-    and cannot state (layout_warning); unchanged otherwise."""
+    (layout_warning), or its other step options (options_warning); unchanged otherwise."""
     cal = getattr(inputs, "calibration", None)
     if cal is None:
         return report
@@ -59,10 +59,10 @@ def dtype_warning(cal, dtype: str | None) -> str:
 def layout_warning(cal, layout, tp_overlap: float | None) -> str:
     """The line for a plan whose context parallelism or virtual pipeline stages (``layout``'s cp, vpp), or --tp-overlap
     (``tp_overlap``, None: not given), differ from what calibrate timed the log with (calibrate.model.Reference.layout:
-    cp 1, vpp 1 and the framework's TP overlap, which calibrate's flags cannot state): the calibration reproduces the
-    log only at those (review R2 S1-3: llama-3-8b tp 2 pp 2 megatron, a 1.0 s log: train 1.000 s at --cp 1 --vpp 1,
-    0.905 s at the vpp 16 it picks, 0.952 s at --vpp 2, 0.985 s at --tp-overlap 0.5). '' where they match or the file
-    does not say (files before session 25, trials)."""
+    the --cp / --vpp / --tp-overlap given to calibrate, else cp 1, vpp 1 and the framework's TP overlap): the
+    calibration reproduces the log only at those (review R2 S1-3: llama-3-8b tp 2 pp 2 megatron, a 1.0 s log: train
+    1.000 s at --cp 1 --vpp 1, 0.905 s at the vpp 16 it picks, 0.952 s at --vpp 2, 0.985 s at --tp-overlap 0.5).
+    '' where they match or the file does not say (files before session 25, trials)."""
     ref = getattr(cal.reference, "layout", None) or {}
     if not ref:
         return ""
@@ -72,14 +72,14 @@ def layout_warning(cal, layout, tp_overlap: float | None) -> str:
     if not differ:
         return ""
     timed = " ".join(f"{names[k]} {ref[k]:g}" for k in differ)
-    return (f"calibration timed its log at {timed} (options calibrate cannot state), planned at "
+    return (f"calibration timed its log at {timed}, planned at "
             f"{' '.join(f'{names[k]} {planned[k]:g}' for k in differ)}: the calibrated step is not the log's at its own "
             f"layout; give {timed} to reproduce it (docs/calibration.md)")
 
 
 def options_warning(cal, inputs) -> str:
     """The line for a plan whose step options (--grad-dtype, --sequence-parallel, --ep-dispatcher, ...: those of
-    calibrate.train_step.RECORDED_OPTIONS its schema has) differ from those calibrate timed the log with
+    calibrate.step_options.RECORDED_OPTIONS its schema has) differ from those calibrate timed the log with
     (calibrate.model.Reference.options, given or train's defaults): the calibration reproduces the log only with
     them. '' where they match or the file does not say (files before session 26, trials)."""
     ref = getattr(cal.reference, "options", None) or {}
