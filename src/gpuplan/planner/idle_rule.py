@@ -9,7 +9,7 @@ count that is not a common size (2^k, 3 x 2^k) keeps ranking its alternatives as
 (1,113 = 3 x 7 x 53 allows dp 371 x pp 3; 257 TPU v4 chips, prime, need ZeRO-3 and full recompute where 256 run
 without, 63.9 against 50.7 days: 26%, inside MoE's ±30.7% combined), the counts below are the ones its user would
 run. Where no row uses the whole count (no layout, none fits, none completes with failures) the rows below answer,
-as before (planner.fallback).
+as before (planner.fallback). Ranking by cost pays for the GPUs given that a row leaves idle (idle_charged).
 
 Measured (docs/training.md, 'What the answers guarantee'): `train llama-3.1-405b --gpus 16384 --global-batch 2048
 --seq-len 8192 --mfu predicted` answered 14,336 GPUs after 208a97ae (dp64 tp8 pp7 vpp18 cp4, 49.1% MFU, above any
@@ -25,6 +25,19 @@ from __future__ import annotations
 import numpy as np
 
 from gpuplan.planner.space import is_common_size
+
+
+def idle_charged(table, cost: np.ndarray) -> np.ndarray:
+    """``cost`` (each row's, of the GPUs it uses) x charged_gpus / gpus where the table carries ``charged_gpus`` (the
+    count given that the row stands for: jobs.plan.search.search_on sets it where --gpus was given), else ``cost``:
+    ranking by cost pays for the GPUs given that a row leaves idle, as whoever holds them does (session 26). Before,
+    `plan llama-3.1-8b --gpu h100 --tokens 1T --gpus 3000 --rank-by cost` answered 2,048 GPUs in 17.29 h ($141,278
+    for the 2,048; 3,000 x 17.29 h x $3.99 = $206,961 for the cluster) where 2,944 run it in 13.20 h ($158,004 for
+    the 3,000): cost fell with the count used, so the cheapest row was the fewest GPUs whatever it left idle. Not a
+    default range's or a deadline's count: nobody holds those (jobs.plan.search.idle_told)."""
+    if "charged_gpus" not in table.columns or not len(table):
+        return cost
+    return cost * (table["charged_gpus"] / table["gpus"])
 
 
 def combined_band(table, other: int) -> np.ndarray:

@@ -18,7 +18,7 @@ from gpuplan.errors import InputError, NoLayoutFits
 from gpuplan.planner.deadline_rule import deadline_rows_order, firsts_by_count
 from gpuplan.planner.fallback import exact_batch_counts, fallback_groups
 from gpuplan.planner.fit_count import counts_that_fit
-from gpuplan.planner.idle_rule import held_idle_rows
+from gpuplan.planner.idle_rule import held_idle_rows, idle_charged
 from gpuplan.planner.search import Evaluator, LayoutTable, rule_refusal, search_layouts
 from gpuplan.planner.space import RECOMPUTE_MODES, SpaceLimits, batch_target, is_common_size, range_counts
 
@@ -212,7 +212,7 @@ def ranking(table: LayoutTable, rank_by: str, cost: np.ndarray | None = None) ->
     if rank_by == "gpus":
         return np.lexsort((seconds_per_token, table["gpus"]))
     if rank_by == "cost" and cost is not None and not np.isnan(cost).all():
-        return np.argsort(cost, kind="stable")
+        return np.argsort(idle_charged(table, cost), kind="stable")  # the GPUs given left idle paid for too
     key, held = held_idle_rows(table, seconds_per_token)  # GPUs asked left idle only where confident (idle_rule)
     if "failure_share" not in table.columns or not len(table):
         return np.lexsort((table["gpus"], seconds_per_token, held, key))

@@ -41,8 +41,8 @@ from gpuplan.schema.base import job_inputs
 
 RANKED = {"time": "time with failures at each layout's slow end: step x (1 + its ± model), failure rate at its "
                   "range's high end; fewest GPUs within 1%",
-          "cost": "cost with failures at the high end of the failure rate's range, on-demand; the cost column is "
-                  "failure-free", "gpus": "gpus",
+          "cost": "cost with failures at the high end of the failure rate's range, on-demand, of every GPU given "
+                  "(those a layout leaves idle too); the cost column is failure-free, of the GPUs used", "gpus": "gpus",
           "deadline": "the deadline rule: fewest GPUs whose first layout by time meets it with failures and checkpoints"}
 HELD = ("; a row on fewer GPUs than asked, faster than all of them only within the model's band (idle rule), comes "
         "right after their best, by its ranked days")

@@ -284,6 +284,8 @@ def search_on(inputs, ev: Evaluator, exhaustive: bool = False, progress=None) ->
                              f"{table['total_bytes'][best] / 2**30:,.1f} GiB a GPU)",
                              sequence_split_note(ev.spec, max(counts), ev.memory.seq_len, max_tp(ev), limits))
     price, price_source = price_of(inputs, ev.cluster.gpu.id)
+    if given:  # ranking by cost pays for the GPUs given a row leaves idle (planner.idle_rule.idle_charged)
+        fitting.columns["charged_gpus"] = fitting["gpus_asked"]
     fitting = _with_days(inputs, ev, fitting, price)
     between = counts_between(inputs, fitting, counts, ev.cluster.gpus_per_node)
     held = set(np.unique(table["gpus"]).tolist()) if between else set()  # not again where a fallback has (w15 W5)
