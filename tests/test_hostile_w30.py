@@ -52,7 +52,8 @@ def test_a_fifo_swapped_in_after_the_check_is_not_waited_on(tmp_path, monkeypatc
 
 # ---- 2. a config.json of a task head (sequence classification, QA ...): not the causal LM it was answered as ---------
 
-LLAMA_1B = os.path.join(os.path.dirname(__file__), os.pardir, "src", "gpuplan", "catalog", "models", "llama-3.2-1b.json")
+LLAMA_1B = os.path.join(os.path.dirname(__file__), os.pardir, "src", "gpuplan", "catalog", "models",
+                        "llama-3.2-1b.json")
 
 
 def _llama_1b(**changes) -> dict:
@@ -137,7 +138,8 @@ def test_measure_reads_a_config_that_asks_forward_for_other_outputs(run_cli, tmp
     import json
 
     measured = {}
-    for name, config in (("plain", _llama_1b(num_hidden_layers=2)), (key, _llama_1b(num_hidden_layers=2, **{key: value}))):
+    for name, config in (("plain", _llama_1b(num_hidden_layers=2)),
+                         (key, _llama_1b(num_hidden_layers=2, **{key: value}))):
         path = tmp_path / name / "config.json"
         path.parent.mkdir()
         path.write_text(json.dumps(config), encoding="utf-8")
@@ -145,3 +147,56 @@ def test_measure_reads_a_config_that_asks_forward_for_other_outputs(run_cli, tmp
         assert code == 0 and err == "", (code, err[-300:])
         measured[name] = json.loads(out)["results"]["measured_peak"]
     assert measured[key] == measured["plain"] > 0
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGALRM"), reason="needs SIGALRM")
+def test_measure_does_not_build_a_classification_head_s_labels(run_cli, tmp_path):
+    """"num_labels": 1000000000 in a causal LM's config.json: `measure` (and `profile`) built transformers' config,
+    whose num_labels names every label (id2label: LABEL_0 ...), 1e9 of them: no answer after 120 s, memory growing;
+    10**6 took 42 s. LlamaForCausalLM reads no labels (memory and infer never did): measured as the plain config."""
+    import json
+
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(_llama_1b(num_hidden_layers=2, num_labels=10**9)), encoding="utf-8")
+
+    def waited(*_):
+        raise _Waited
+
+    previous = signal.signal(signal.SIGALRM, waited)
+    signal.alarm(60)
+    try:
+        code, out, err = _measured(run_cli, path)
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+    assert code == 0 and err == "", (code, err[-300:])
+
+
+# ---- 5. report --sections: fields only the sections left out read ---------------------------------------------------
+
+
+@pytest.mark.parametrize("field, value, line", [
+    ("zero", "7", "zero: got 7; must be >= 0 and <= 3"),
+    ("days", "-5", "days: got -5; must be a positive, finite number"),
+    ("tokens", "banana", "tokens: got 'banana'; expected a number with an optional K/M/B/T suffix, e.g. 7B or 2T"),
+    ("rank_by", "nonsense", "rank_by: got 'nonsense'; must be one of time, cost, gpus")])
+@pytest.mark.parametrize("sections", ["inference", "memory"])
+def test_report_checks_training_fields_the_sections_asked_do_not_read(run_cli, tmp_path, field, value, line, sections):
+    """`report plan.yaml --sections inference` (or memory) with `zero: 7`, `days: -5`, `tokens: banana` wrote its
+    report, exit 0: no section asked reads them, so nothing checked them (a serving field beside training sections
+    alone was checked already, commands.report). Now the cheapest training section that reads them checks them, and
+    nothing is written."""
+    from helpers import field_refusal
+
+    plan, out = tmp_path / "p.yaml", tmp_path / "r.html"
+    plan.write_text(f"model: llama-3.1-8b\ngpu: h100\n{field}: {value}\n", encoding="utf-8")
+    err = field_refusal(run_cli("report", str(plan), "--no-plots", "--sections", sections, "--out", str(out)),
+                        f"{plan}: {field}")
+    assert err == f"error: {plan}: {line}\n" and not out.exists()
+
+
+def test_report_with_valid_unread_training_fields_still_writes(run_cli, tmp_path):
+    plan, out = tmp_path / "p.yaml", tmp_path / "r.html"
+    plan.write_text("model: llama-3.1-8b\ngpu: h100\ntokens: 1T\nzero: 1\nrank_by: cost\n", encoding="utf-8")
+    code, stdout, err = run_cli("report", str(plan), "--no-plots", "--sections", "inference", "--out", str(out))
+    assert code == 0 and out.exists(), err

@@ -133,7 +133,8 @@ def _build_config(transformers, hf_config: Mapping, num_layers: int | None):
 
     from gpuplan.adapters.config_fields import check_transformers_defaults, transformers_refusal
 
-    cfg = dict(hf_config)
+    # a classification head's labels, unread by a causal LM: num_labels 1e9 built 1e9 names (hostile w30: a hang)
+    cfg = {k: v for k, v in hf_config.items() if k not in ("num_labels", "id2label", "label2id")}
     model_type, version = cfg.pop("model_type"), transformers.__version__
     if model_type not in CONFIG_MAPPING:
         raise InputError("hf_config.model_type", model_type, f"a model type this transformers ({version}) knows")
