@@ -110,6 +110,12 @@ def reports_for_plan(data: dict[str, Any], where: str, sections: str | tuple[str
     if "inference" not in sections and (nested or any(k in serving_only for k in data)):
         # serving fields in a report without its inference section are still checked, not ignored
         run("inference")
+    read = set().union(*(fields[name] for name in sections if name != "inference"))
+    unread = set(data) - read - (serving_only | set(SHARED_WITH_INFERENCE) if "inference" in sections else set())
+    for name in ("memory", "budget", "plan"):  # so are training fields no section asked reads (hostile w30:
+        if name not in sections and unread & fields[name]:  # `--sections inference` wrote `zero: 7`, `days: -5`)
+            run(name)  # the cheapest section that reads them
+            unread -= fields[name]
     return [run(name) for name in sections]
 
 
