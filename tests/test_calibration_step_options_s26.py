@@ -11,7 +11,8 @@ flags differ (jobs.calibration_notice.options_warning; cp / vpp / tp_overlap: re
 Uncalibrated steps train / calibrate predict for these logs (H100, megatron; s): llama-3-8b tp 2: 0.825 (--tp-overlap 0
 0.840, --no-sequence-parallel 0.838, --sequence-parallel 0.825); llama-3-8b ZeRO-3 seq 8,192: 0.827 (--dp-overlap 0
 0.959, --attention-kernel flash1 0.892, --grad-dtype fp32 0.827, bf16 0.821, --cp 2 0.863); qwen3-30b-a3b ep 8 tp 2:
-0.933 (--etp 1 1.054); ep 8 tp 1: 0.585 (--ep-dispatcher flex 0.562); llama-3-8b tp 2 pp 2: 0.957 (--vpp 2 0.911).
+0.933 (--etp 1 1.054); ep 8 tp 1: 0.585 (--ep-dispatcher flex 0.562); llama-3-8b tp 2 pp 2: 0.957 (--vpp 2 0.911);
+llama-3-8b ZeRO-3 --gpus-per-node 4: 0.851; on 16 GPUs 0.823 (--nic-gbit-per-gpu 100 0.898).
 """
 
 import json
@@ -26,6 +27,8 @@ TP2 = ("--model", "llama-3-8b", "--gpu", "h100", "--gpus", "8", "--tp", "2", "--
        "--zero", "1", "--global-batch", "16") + MEGATRON
 PIPELINE = ("--model", "llama-3-8b", "--gpu", "h100", "--gpus", "8", "--tp", "2", "--pp", "2", "--seq-len", "4096",
             "--zero", "1", "--global-batch", "16") + MEGATRON
+DENSE_16 = ("--model", "llama-3-8b", "--gpu", "h100", "--gpus", "16", "--tp", "1", "--pp", "1", "--seq-len", "8192",
+            "--zero", "3", "--global-batch", "16") + MEGATRON
 MOE = ("--model", "qwen3-30b-a3b", "--gpu", "h100", "--gpus", "16", "--tp", "1", "--pp", "1", "--ep", "8",
        "--seq-len", "4096", "--zero", "3", "--global-batch", "16") + MEGATRON
 MOE_TP2 = ("--model", "qwen3-30b-a3b", "--gpu", "h100", "--gpus", "16", "--tp", "2", "--pp", "1", "--ep", "8",
@@ -42,6 +45,8 @@ CASES = {  # (layout, the option, train's uncalibrated step without the option, 
     "grad-dtype bf16": (DENSE, ("--grad-dtype", "bf16"), 0.826855, 0.821193),
     "cp 2": (DENSE, ("--cp", "2"), 0.826855, 0.863378),
     "vpp 2": (PIPELINE, ("--vpp", "2"), 0.956954, 0.911246),
+    "gpus-per-node 4": (DENSE, ("--gpus-per-node", "4"), 0.826855, 0.850788),  # ZeRO-3 traffic over the NIC
+    "nic-gbit-per-gpu 100": (DENSE_16, ("--nic-gbit-per-gpu", "100"), 0.823227, 0.897845),  # two nodes of 8
 }
 
 

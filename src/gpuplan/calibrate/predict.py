@@ -40,6 +40,8 @@ class Case:
     step: S.StepSettings
     gpu: Accelerator | None
     """None: the step time cannot be predicted (uncatalogued GPU, CPU without microbenchmarks)."""
+    node: tuple[int | None, float | None] = (None, None)
+    """A log's --gpus-per-node and --nic-gbit-per-gpu (None: the catalog's), as train builds its cluster with them."""
 
 
 @dataclass(frozen=True)
@@ -132,10 +134,10 @@ def case_of(measurement) -> Case:
     if m.kind != "trial" and m.gpu:  # a log: train's model, layout and step for the same flags (calibrate.train_step)
         from gpuplan.calibrate.train_step import train_case
 
-        spec, layout, memory, step = train_case(m, spec, gpu)
+        spec, layout, memory, step, node = train_case(m, spec, gpu)
         check_layout(spec, layout, seq_len=m.seq_len, framework=m.framework,
                      kv_subsharding=rules_for(m.framework).kv_subsharding)
-        return Case(spec, layout, memory, step, gpu)
+        return Case(spec, layout, memory, step, gpu, node)
     check_layout(spec, layout, seq_len=m.seq_len, framework=m.framework,
                  kv_subsharding=rules_for(m.framework).kv_subsharding)
     step = S.StepSettings(seq_len=m.seq_len, recompute=m.recompute, dtype=m.dtype, expert_tp=layout.etp,
@@ -215,8 +217,8 @@ def _trained_params(case: Case, settings: S.StepSettings) -> float:
 def cluster_of(case: Case, world_size: int) -> Cluster:
     if case.gpu is None:
         raise InputError("gpu", None, "a catalog accelerator (or a CPU trial with microbenchmarks) to predict time")
-    per_node = world_size if case.gpu.id == CPU_ID else None  # CPU ranks share one host
-    return cluster_for(case.gpu, per_node)
+    per_node = world_size if case.gpu.id == CPU_ID else case.node[0]  # CPU ranks share one host
+    return cluster_for(case.gpu, per_node, case.node[1])
 
 
 def step_parts(case: Case, settings: S.StepSettings | None = None, cluster: Cluster | None = None,

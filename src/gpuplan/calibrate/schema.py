@@ -80,6 +80,8 @@ class CalibrateInputs(JobInputs):
     embedding_loss_slots: _train("embedding_loss_slots")
     offload_layers: _train("offload_layers")
     mtp_layers: _train("mtp_layers")
+    gpus_per_node: _train("gpus_per_node")
+    nic_gbit_per_gpu: _train("nic_gbit_per_gpu")
     dp_overlap: _train("dp_overlap")
     tp_overlap: _train("tp_overlap")
     tp_comm_overlap: _train("tp_comm_overlap")

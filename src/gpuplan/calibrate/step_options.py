@@ -11,16 +11,17 @@ LOG_STEP_OPTIONS = ("recipe", "fp8_recipe",
                     "compile", "implementation", "optimizer", "optimizer_impl", "loss", "finetune", "lora_rank",
                     "grad_dtype", "moment_dtype", "low_precision_weights", "embedding_loss_slots", "offload_layers",
                     "mtp_layers",
-                    # the step model's knobs (StepFields)
-                    "dp_overlap", "tp_overlap", "tp_comm_overlap", "tp_comm_dtype", "sequence_parallel",
+                    # the step model's cluster and knobs (StepFields)
+                    "gpus_per_node", "nic_gbit_per_gpu", "dp_overlap", "tp_overlap", "tp_comm_overlap", "tp_comm_dtype", "sequence_parallel",
                     "grad_all_reduce", "ep_overlap", "ep_dispatcher", "ep_a2a_overlap", "flex_backend",
                     "moe_expert_kernels", "attention_kernel", "attention_efficiency", "fp8_attention",
                     "fsdp_float8_all_gather", "cuda_graph_scope", "full_iteration_graph")
 """calibrate options besides the layout, precision and --framework that change train's step or memory and that a log
 does not state, passed to train's schema as given (not given: train's defaults, the framework's recipe among them).
-calibrate declares each with train's own field (calibrate.schema._train). Left out: --shard-group and
---gpus-per-node / --nic-gbit-per-gpu (the step calibrate times takes neither; docs/calibration.md), --margin and
---allocator (the reserve a plan keeps, not the allocated peak calibrate fits), and the budget's options."""
+calibrate declares each with train's own field (calibrate.schema._train). Left out: --shard-group (its auto is a
+search, and the step calibrate times takes no HSDP group; docs/calibration.md), --global-batch-tokens (--global-batch
+states the batch), --margin and --allocator (the reserve a plan keeps, not the allocated peak calibrate fits), and the
+budget's options."""
 
 
 LAYOUT_OPTIONS = ("cp", "vpp", "tp_overlap")

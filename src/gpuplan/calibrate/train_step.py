@@ -32,7 +32,7 @@ def train_inputs(m):
 
 def train_case(m, spec, gpu):
     """(the model as train reads it, core.parallel.ParallelLayout, core.memory.training.MemorySettings,
-    core.time.step.StepSettings) train predicts the log's layout with, before calibration: the model with the MTP
+    core.time.step.StepSettings, (--gpus-per-node, --nic-gbit-per-gpu): its cluster's) train predicts the log's layout with, before calibration: the model with the MTP
     modules the framework trains (SetupFields.adjust_spec, whose refusals of options the model cannot take are
     train's), the layout's virtual stages, context parallelism, expert TP and sequence parallelism as the Evaluator
     lays them out (planner.search.Evaluator.layout / with_expert_layout), the memory settings of train's and memory's
@@ -58,7 +58,7 @@ def train_case(m, spec, gpu):
                             zero=m.zero, micro_batch=m.micro_batch, global_batch=m.global_batch or m.micro_batch * m.dp,
                             sequence_parallel=step.sequence_parallel, etp=step.expert_tp,
                             experts_replicated_over_tp=inputs.framework in EXPERTS_REPLICATED_OVER_TP)
-    return spec, layout, memory, step
+    return spec, layout, memory, step, (inputs.gpus_per_node, inputs.nic_gbit_per_gpu)
 
 
 def train_step_settings(m, spec, gpu):
