@@ -200,3 +200,42 @@ def test_report_with_valid_unread_training_fields_still_writes(run_cli, tmp_path
     plan.write_text("model: llama-3.1-8b\ngpu: h100\ntokens: 1T\nzero: 1\nrank_by: cost\n", encoding="utf-8")
     code, stdout, err = run_cli("report", str(plan), "--no-plots", "--sections", "inference", "--out", str(out))
     assert code == 0 and out.exists(), err
+
+
+# ---- 6. measure: dynamic NTK RoPE; a read-only property of the config class ------------------------------------------
+
+
+@pytest.mark.parametrize("factor", [2.0, 0.5])
+def test_measure_reads_dynamic_rope_as_the_plain_config(run_cli, tmp_path, factor):
+    """rope_scaling {rope_type: dynamic} ended `measure` in exit 70 ('internal error: DataDependentOutputException:
+    aten._local_scalar_dense.default'): dynamic NTK RoPE asks each forward whether the sequence outgrew its cache, which
+    a fake tensor cannot answer; memory and infer answered the same file. Below the model's positions the forward is
+    default RoPE's (adapters.config_fields.static_rope): the same peak as the config without rope_scaling."""
+    import json
+
+    peaks = {}
+    for name, config in (("plain", _llama_1b(num_hidden_layers=2)),
+                         ("dynamic", _llama_1b(num_hidden_layers=2,
+                                               rope_scaling={"rope_type": "dynamic", "factor": factor}))):
+        path = tmp_path / name / "config.json"
+        path.parent.mkdir()
+        path.write_text(json.dumps(config), encoding="utf-8")
+        code, out, err = _measured(run_cli, path)
+        assert code == 0 and err == "", (code, err[-300:])
+        peaks[name] = json.loads(out)["results"]["measured_peak"]
+    assert peaks["dynamic"] == peaks["plain"] > 0
+
+
+def test_measure_names_a_read_only_config_property_in_one_line(run_cli, tmp_path):
+    """"use_return_dict": false (a read-only property of transformers' config classes) printed transformers' log line
+    with the whole config as JSON (40 lines) on stderr before gpuplan's refusal, which named no field ('config.json:
+    got "property ... has no setter"')."""
+    import json
+
+    from helpers import field_refusal
+
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(_llama_1b(num_hidden_layers=2, use_return_dict=False)), encoding="utf-8")
+    err = field_refusal(_measured(run_cli, path), "config.json: use_return_dict")
+    assert err == ("error: config.json: use_return_dict: got \"property 'use_return_dict' of 'LlamaConfig' object has "
+                   "no setter\"; transformers 5.25.0 refuses it\n")

@@ -251,6 +251,8 @@ def transformers_refusal(exc: Exception, version: str) -> InputError:
     build the model; a StrictDataclassError spans lines); its text cut to 160 characters."""
     text = " ".join(str(exc).split())
     named = text.split("for field '", 1)[1].split("'", 1)[0] if "for field '" in text else ""
+    if not named and text.startswith("property '") and text.endswith("has no setter"):  # use_return_dict (w30)
+        named = text.split("'", 2)[1]
     return InputError(f"config.json: {named}".rstrip(": "), text[:160], f"transformers {version} refuses it")
 
 
@@ -264,6 +266,17 @@ def kernel_refusal(attention: str, exc: Exception, field: str = "attention_kerne
         return InputError(field, attention, f"an implementation this model supports ({said})")
     return InputError(field, attention, f"{said} (--attention-kernel flash and sdpa build SDPA): give "
                       "--attention-kernel eager")
+
+
+def static_rope(text_config: Any) -> None:
+    """A built config's dynamic NTK RoPE read as default RoPE for a step under fake tensors (profile.measure): each
+    forward asks `if seq_len > max_seq_len_cached` (transformers 5.25.0 modeling_rope_utils.dynamic_frequency_update),
+    which a fake tensor cannot answer (measure exit 70, DataDependentOutputException; hostile w30). The same memory:
+    at build it is default RoPE (_compute_dynamic_ntk_parameters at max_position_embeddings scales the base by 1),
+    and past the positions it swaps one inv_freq buffer of head_dim / 2 floats for another."""
+    rope = getattr(text_config, "rope_parameters", None)
+    if isinstance(rope, dict) and "dynamic" in str(rope.get("rope_type", "")):
+        text_config.rope_parameters = {"rope_type": "default", "rope_theta": rope.get("rope_theta")}
 
 
 def check_transformers_defaults(text_config: Any) -> None:

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any
 
-from gpuplan.adapters.config_fields import kernel_refusal
+from gpuplan.adapters.config_fields import kernel_refusal, static_rope
 from gpuplan.errors import InputError
 from gpuplan.profile.fake_distributed import enter_fake_process_group, shard
 
@@ -139,7 +139,8 @@ def _build_config(transformers, hf_config: Mapping, num_layers: int | None):
     if model_type not in CONFIG_MAPPING:
         raise InputError("hf_config.model_type", model_type, f"a model type this transformers ({version}) knows")
     verbosity = transformers.logging.get_verbosity()
-    transformers.logging.set_verbosity_error()  # its warnings on values: gpuplan checks them, in one line
+    transformers.logging.set_verbosity(transformers.logging.CRITICAL)  # its warnings and errors (a read-only
+    # property set: the whole config dumped, hostile w30) on values: gpuplan says them in one line
     try:
         config = transformers.AutoConfig.for_model(model_type, **cfg)
     except Exception as exc:  # noqa: BLE001 - its field checks (StrictDataclassError, ValueError): exit 70 before
@@ -251,6 +252,7 @@ def _measure(
     from gpuplan.profile import _trackers
 
     config, text_cfg, full_layers = _build_config(transformers, hf_config, num_layers)
+    static_rope(text_cfg)  # Trap 7: a fake tensor cannot say whether dynamic NTK RoPE grows (adapters.config_fields)
     n_layers = text_cfg.num_hidden_layers
     vocab = text_cfg.vocab_size
     fsdp = world_size > 1
