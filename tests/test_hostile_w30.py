@@ -239,3 +239,31 @@ def test_measure_names_a_read_only_config_property_in_one_line(run_cli, tmp_path
     err = field_refusal(_measured(run_cli, path), "config.json: use_return_dict")
     assert err == ("error: config.json: use_return_dict: got \"property 'use_return_dict' of 'LlamaConfig' object has "
                    "no setter\"; transformers 5.25.0 refuses it\n")
+
+
+def test_measure_names_a_generation_value_transformers_refuses(run_cli, tmp_path):
+    """"max_new_tokens": -5 in config.json (a generation value transformers copies into the model's GenerationConfig
+    when it builds the model) ended `measure` in exit 70 ('internal error: ValueError: `max_new_tokens` must be greater
+    than 0, but is -5.'); now the config's check names it, before anything is built."""
+    import json
+
+    from helpers import field_refusal
+
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(_llama_1b(num_hidden_layers=2, max_new_tokens=-5)), encoding="utf-8")
+    err = field_refusal(_measured(run_cli, path), "config.json: max_new_tokens")
+    assert err == ("error: config.json: max_new_tokens: got '`max_new_tokens` must be greater than 0, but is -5.'; "
+                   "transformers 5.25.0 refuses it\n")
+
+
+@pytest.mark.parametrize("change", [{"pad_token_id": -1}, {"hidden_act": "xielu"}], ids=["pad-1", "xielu"])
+def test_measure_answers_without_transformers_lines_on_stderr(run_cli, tmp_path, change):
+    """pad_token_id -1 (LLaMA-1's converted configs) and hidden_act xielu were measured, exit 0, with transformers' own
+    lines on stderr ('The following generation flags are not valid and may be ignored: ['pad_token_id']', 'CUDA-fused
+    xIELU not available ... pip install git+https://...'): the answer alone now."""
+    import json
+
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(_llama_1b(num_hidden_layers=2, **change)), encoding="utf-8")
+    code, out, err = _measured(run_cli, path)
+    assert code == 0 and err == "" and json.loads(out)["results"]["measured_peak"] > 0, (code, err[-300:])

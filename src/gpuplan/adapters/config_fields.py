@@ -7,7 +7,8 @@ architecture is assembled from them in adapters/hf_config.py.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from gpuplan.errors import InputError
@@ -253,6 +254,8 @@ def transformers_refusal(exc: Exception, version: str) -> InputError:
     named = text.split("for field '", 1)[1].split("'", 1)[0] if "for field '" in text else ""
     if not named and text.startswith("property '") and text.endswith("has no setter"):  # use_return_dict (w30)
         named = text.split("'", 2)[1]
+    if not named and text.startswith("`") and "` " in text:  # GenerationConfig's '`max_new_tokens` must be ...'
+        named = text[1:].split("`", 1)[0]
     return InputError(f"config.json: {named}".rstrip(": "), text[:160], f"transformers {version} refuses it")
 
 
@@ -266,6 +269,19 @@ def kernel_refusal(attention: str, exc: Exception, field: str = "attention_kerne
         return InputError(field, attention, f"an implementation this model supports ({said})")
     return InputError(field, attention, f"{said} (--attention-kernel flash and sdpa build SDPA): give "
                       "--attention-kernel eager")
+
+
+@contextmanager
+def transformers_quiet(transformers) -> Iterator[None]:
+    """transformers' logging at CRITICAL while measure / profile build a config or a model: its warnings and errors on
+    a config's values are gpuplan's one line (hostile w30: a read-only property set logged the whole config, 40 lines;
+    pad_token_id -1, the LLaMA-1 conversions' value, a 'generation flags are not valid' line beside the answer)."""
+    verbosity = transformers.logging.get_verbosity()
+    transformers.logging.set_verbosity(transformers.logging.CRITICAL)
+    try:
+        yield
+    finally:
+        transformers.logging.set_verbosity(verbosity)
 
 
 def static_rope(text_config: Any) -> None:

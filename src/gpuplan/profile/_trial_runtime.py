@@ -155,8 +155,10 @@ def build_model(rt: Runtime, transformers, hf_config: dict, attention: str, para
     torch = rt.torch
     _, text_cfg, _ = _build_config(transformers, hf_config, None)
     torch.manual_seed(seed)  # identical weights on every rank
+    from gpuplan.adapters.config_fields import transformers_quiet
+
     try:
-        with torch.device(rt.device):
+        with torch.device(rt.device), transformers_quiet(transformers):  # its lines on values: gpuplan's one line
             model = transformers.AutoModelForCausalLM.from_config(text_cfg, attn_implementation=attention,
                                                                   dtype=param_dtype)
     except ValueError as exc:

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any
 
-from gpuplan.adapters.config_fields import kernel_refusal, static_rope
+from gpuplan.adapters.config_fields import kernel_refusal, static_rope, transformers_quiet
 from gpuplan.errors import InputError
 from gpuplan.profile.fake_distributed import enter_fake_process_group, shard
 
@@ -138,15 +138,12 @@ def _build_config(transformers, hf_config: Mapping, num_layers: int | None):
     model_type, version = cfg.pop("model_type"), transformers.__version__
     if model_type not in CONFIG_MAPPING:
         raise InputError("hf_config.model_type", model_type, f"a model type this transformers ({version}) knows")
-    verbosity = transformers.logging.get_verbosity()
-    transformers.logging.set_verbosity(transformers.logging.CRITICAL)  # its warnings and errors (a read-only
-    # property set: the whole config dumped, hostile w30) on values: gpuplan says them in one line
-    try:
-        config = transformers.AutoConfig.for_model(model_type, **cfg)
+    try:  # GenerationConfig as the model's __init__ builds it: max_new_tokens -5 raised there (exit 70, hostile w30)
+        with transformers_quiet(transformers):
+            config = transformers.AutoConfig.for_model(model_type, **cfg)
+            transformers.GenerationConfig.from_model_config(config.get_text_config(decoder=True))
     except Exception as exc:  # noqa: BLE001 - its field checks (StrictDataclassError, ValueError): exit 70 before
         raise transformers_refusal(exc, version) from None
-    finally:
-        transformers.logging.set_verbosity(verbosity)
     text = config.get_text_config()
     check_transformers_defaults(text)
     for built in {id(config): config, id(text): text}.values():  # what forward returns, not the model (hostile w30):
@@ -282,9 +279,9 @@ def _measure(
 
         torch.set_default_dtype(param_dtype)
         try:
-            # Multimodal configs (e.g. Gemma 3 4B+): build the language model only.
-            model = transformers.AutoModelForCausalLM.from_config(
-                text_cfg, attn_implementation=attention, dtype=param_dtype)
+            with transformers_quiet(transformers):  # Multimodal configs (e.g. Gemma 3 4B+): the language model only
+                model = transformers.AutoModelForCausalLM.from_config(
+                    text_cfg, attn_implementation=attention, dtype=param_dtype)
         except ValueError as exc:
             if "attention implementation" in str(exc) or "attn_implementation" in str(exc):
                 raise kernel_refusal(attention, exc, "attention") from exc
