@@ -1,7 +1,8 @@
 """The one-log fit that reproduces its run: the tied compute factor whose calibrated step is the measured one.
 
 calibrate.fit's linear fit (y = f (C + A) + X) holds the exposed communication X at its default, but the step model
-hides communication and host time behind compute, so the calibrated step is neither linear nor monotone in f; this
+hides communication and host time behind compute, so the calibrated step is not linear in f and has a floor (the
+host time and the communication no compute stretch hides); this
 module searches f over the range a calibration holds (calibrate.model.ratio_range) and says where no f reaches the
 measurement. Units: seconds per optimizer step; factors are ratios (measured / predicted).
 """
@@ -25,8 +26,11 @@ def reproducing(cal: Calibration, rows: list) -> tuple[Calibration, str]:
     """One timed run fitted exactly (compute and attention tied, communication kept at 1), and a note where it cannot
     be. _fit_time's linear fit holds the exposed communication at its default, but the step model hides
     communication and host time behind compute (ZeRO-3's gathers, the data-parallel reduction: core.comm.dp_overlap;
-    Megatron's MoE dispatcher: core.time.moe_host), so the calibrated step is not linear in the factor and not even
-    monotone (qwen3-30b-a3b, EP 8 on 16 H100 under megatron: 0.610 / 0.586 / 0.557 / 0.610 s at 0.9 / 1 / 1.2 / 1.4).
+    Megatron's MoE dispatcher: core.time.moe_host), so the calibrated step is not linear in the factor and stops
+    falling below some factor (qwen3-30b-a3b, EP 8 on 16 H100 under megatron: 0.510 s at 0.1, 0.535 s at 1). Until
+    session 26 it was not even monotone (0.610 / 0.586 / 0.557 / 0.610 s at 0.9 / 1 / 1.2 / 1.4: the step credited a
+    longer compute against the host and the collectives both; core.time.step now hides the data-parallel traffic
+    behind the host-stretched compute), and the scan below still finds every crossing were one to come back.
     The tied factor is searched over the whole range a calibration holds (model.ratio_range): a scan on a geometric
     grid brackets each crossing of the measured step, bisection refines it, and the root nearest 1 (in ratio) is
     taken; without a crossing, of the factors whose step comes within REPRODUCED of the measurement (times the step)
@@ -86,7 +90,7 @@ def reproducing(cal: Calibration, rows: list) -> tuple[Calibration, str]:
     note = (f"{r.m.source}: no compute factor within {low:g}-{high:g} brings the calibrated step to the measured "
             f"{y:.4g} s: the file holds {value:.3g} (of the factors within 1% of the nearest any reaches, the one nearest 1), "
             f"whose step is {step:.4g} s ({step / y - 1:+.1%}; uncalibrated {r.step.total:.4g} s): the remaining gap is step time the model does not scale with compute, host time "
-            "(the MoE dispatcher, launches) and exposed communication, which a longer compute stretch hides "
-            "(the step is not monotone in the factor): check the flags against the run (--framework, --tp, --ep, "
+            "(the MoE dispatcher, launches) and communication no compute stretch hides: check the flags against the "
+            "run (--framework, --tp, --ep, "
             "--micro-batch); train with this file will not reproduce the log")
     return at(value), note

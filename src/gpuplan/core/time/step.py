@@ -261,15 +261,25 @@ def step_time(spec: ModelSpec, cluster: Cluster, settings: StepSettings, *, dp=1
         cp=cp, stage_layers=paced_layers)
     bubble = t_mb * pipeline_bubble_fraction(pp, vpp, micro_batches)
     trained = trained_params_per_gpu(spec, settings, tp, pp, ep)  # full: the local parameters; LoRA: the adapters
-    costs = step_communication(spec, cluster, settings, dp=dp, tp=tp, pp=pp, vpp=vpp, cp=cp, ep=ep, zero=zero,
-                               micro_batch=micro_batch, micro_batches=micro_batches, shard_group=shard_group,
-                               layers=layers + mtp_on_first, trained_params=trained, t_attn_mb=t_attn_mb,
-                               t_bwd_gemm_mb=t_bwd_gemm_mb, compute=compute, moe_phases=phases,
-                               attention_forward_share=attention_forward_share(spec, cluster.gpu, settings, tp),
-                               output_pass=output_pass)
+    def communication(window):  # the step's collectives, the data-parallel ones hidden behind ``window`` seconds
+        return step_communication(spec, cluster, settings, dp=dp, tp=tp, pp=pp, vpp=vpp, cp=cp, ep=ep, zero=zero,
+                                  micro_batch=micro_batch, micro_batches=micro_batches, shard_group=shard_group,
+                                  layers=layers + mtp_on_first, trained_params=trained, t_attn_mb=t_attn_mb,
+                                  t_bwd_gemm_mb=t_bwd_gemm_mb, compute=window, moe_phases=phases,
+                                  attention_forward_share=attention_forward_share(spec, cluster.gpu, settings, tp),
+                                  output_pass=output_pass)
+
+    costs = communication(compute)
     routed_forward = (mb_tokens * routed_seconds_per_token(spec, cluster.gpu, settings, mb_tokens, tp, ep)
                       if settings.moe_launch == "eager" else 0.0)  # read only under eager launch (moe_host)
     t_host = stage_exposed_host_seconds(spec, settings, phases, ep, layers, costs, routed_forward=routed_forward)
+    if np.any(np.asarray(t_host) > 0):
+        # A host-bound MoE layer stretches the layer's wall time to the host's, and the data-parallel gathers and
+        # reduce-scatters on NCCL's stream run through that stretch as through GPU work: their window is the stretched
+        # compute (the exposure alone read the GPU's, so a longer GPU time was credited twice, once against the host
+        # and once against the collectives: the step fell as compute grew, session 25 review R2 S1-2). t_host reads
+        # only the EP all-to-all's call time, which no window changes.
+        costs = communication(compute + micro_batches * t_host)
     compute, bubble = compute + micro_batches * t_host, bubble * (1 + t_host / t_mb)
     t_experts = stage_expert_kernel_seconds(spec, settings, ep, layers + mtp_on_first,  # core.time.moe_layer
                                             low_precision_recipe(settings.dtype, settings.fp8_recipe),
