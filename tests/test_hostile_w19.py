@@ -315,12 +315,16 @@ def test_6_offload_layers_at_its_default_is_answered_on_a_tpu(run_json):
 
 
 def test_memory_compare_names_each_part_once(run_cli):
-    """`memory --compare h100,h100-sxm,b200` beside --gpu h100: h100 and h100-sxm are one catalog part (the alias
-    and its id), so the verdict table holds two rows, not the same part three times (H1's list, wave 19)."""
-    import json
-
+    """`memory --compare h100,h100-sxm,b200`: h100 and h100-sxm are one catalog part (the alias and its id). Wave 19
+    (H1's list) kept one row for them; since session 26 a list names each entry once (schema.list_field: an entry
+    given twice is refused, not kept once), and one part in two spellings is refused the same way
+    (jobs.memory.estimate), naming the spelling and the entry it repeats."""
     code, out, err = run_cli("memory", "llama-3.1-8b", "--gpu", "h100", "--gpus", "8", "--compare", "h100,h100-sxm,b200",
                              "--json")
+    assert code == 2 and out == ""
+    assert err.strip().splitlines() == ["error: compare: got 'h100-sxm'; names the same GPU as 'h100' (h100-sxm); give each GPU once"]
+    code, out, err = run_cli("memory", "llama-3.1-8b", "--gpu", "h100", "--gpus", "8", "--compare", "h100,b200", "--json")
     assert code == 0, err
-    rows = json.loads(out)["tables"]["verdict per GPU type"]
-    assert [row["gpu"] for row in rows] == ["h100-sxm", "b200"]
+    import json
+
+    assert [row["gpu"] for row in json.loads(out)["tables"]["verdict per GPU type"]] == ["h100-sxm", "b200"]

@@ -214,7 +214,7 @@ def test_compare_naming_one_gpu_in_two_spellings_is_refused_at_every_door(run_cl
     silently. Now refused naming the second spelling; beside --gpu's own part a compared name stays one row."""
     line = four_door_refusal(run_cli, client, tmp_path, "memory", "memory",
                              {"model": "llama-3.1-8b", "gpu": "a100", "compare": "h100,h100-sxm"}, "compare", "")
-    assert line == "compare: got 'h100-sxm'; is h100-sxm, as 'h100' is; give each GPU once"
+    assert line == "compare: got 'h100-sxm'; names the same GPU as 'h100' (h100-sxm); give each GPU once"
     table = gpuplan.estimate_memory(gpuplan.MemoryInputs(model="llama-3.1-8b", gpu="h100", compare="h100-sxm,a100"))
     assert [row["gpu"] for row in table.to_dict()["tables"]["verdict per GPU type"]] == ["h100-sxm", "a100-sxm4-80gb"]
 

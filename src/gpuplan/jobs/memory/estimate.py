@@ -374,7 +374,7 @@ def _each_part_once(compared: tuple[str, ...]) -> None:
         except InputError:  # an unknown name: _verdict_table refuses it, naming --compare
             continue
         if part in parts:
-            raise InputError("compare", name, f"is {part}, as {parts[part]!r} is; give each GPU once")
+            raise InputError("compare", name, f"names the same GPU as {parts[part]!r} ({part}); give each GPU once")
         parts[part] = name
 
 
