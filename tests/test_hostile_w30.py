@@ -267,3 +267,45 @@ def test_measure_answers_without_transformers_lines_on_stderr(run_cli, tmp_path,
     path.write_text(json.dumps(_llama_1b(num_hidden_layers=2, **change)), encoding="utf-8")
     code, out, err = _measured(run_cli, path)
     assert code == 0 and err == "" and json.loads(out)["results"]["measured_peak"] > 0, (code, err[-300:])
+
+
+# ---- 7. a partial rotary share on a model type that rotates each head whole ---------------------------------------
+
+
+@pytest.mark.parametrize("change, field, kind", [
+    ({"partial_rotary_factor": 0.5}, "partial_rotary_factor", "llama3"),  # Llama 3.2's own rope_scaling
+    ({"rope_scaling": {"rope_type": "linear", "factor": 2.0, "partial_rotary_factor": 0.5}},
+     "rope_scaling.partial_rotary_factor", "linear")])
+def test_a_partial_rotary_share_a_whole_head_type_cannot_run_is_refused_at_every_door(run_cli, client, tmp_path, change,
+                                                                                    field, kind):
+    """Llama 3.2 1B's config with partial_rotary_factor 0.5: LlamaForCausalLM's apply_rotary_pos_emb multiplies q whole
+    by cos (modeling_llama.py L146-148), and every scaled rope_type's init builds cos for half the head, so its first
+    forward fails ('The size of tensor a (64) must match the size of tensor b (32)'; measure and profile exit 70),
+    while memory and infer answered. Checked against transformers 5.25.0 building and stepping the model."""
+    import json
+
+    from helpers import field_refusal, web_refusal
+
+    config = _llama_1b(**change)
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config), encoding="utf-8")
+    line = (f"error: config.json: {field}: got 0.5; a llama model rotates each head whole, and rope_type {kind} builds "
+            "frequencies for 0.5 of it: transformers 5.25.0 fails its first forward (GPT-NeoX and Phi-3 rotate a "
+            "share); give 1 or leave it out\n")
+    for job in (("memory", str(path), "--gpus", "1"), ("infer", "--model", str(path)),
+                ("measure", "--model", str(path), "--seq-len", "32", "--micro-batch", "1")):
+        assert field_refusal(run_cli(*job), f"config.json: {field}") == line, job
+    web = web_refusal(client.post("/api/memory", json={"config": config, "gpus": 1}), f"config.json: {field}")
+    assert f"error: {web}\n" == line
+
+
+def test_a_partial_share_under_default_rope_or_on_gpt_neox_is_still_answered(run_json, tmp_path):
+    """Under default RoPE LlamaForCausalLM's own init ignores the share (a 64-wide inv_freq of 32 entries at head_dim
+    64, checked): answered, as transformers builds it; GPT-NeoX (Pythia's rotary_pct 0.25) rotates a share."""
+    import json
+
+    path = tmp_path / "config.json"
+    config = {k: v for k, v in _llama_1b(partial_rotary_factor=0.5).items() if k != "rope_scaling"}
+    path.write_text(json.dumps(config), encoding="utf-8")
+    assert run_json("memory", str(path), "--gpus", "1")["results"]["model_states_total"] == 18 * 1_235_814_400
+    assert run_json("memory", "pythia-70m", "--gpus", "1")["results"]["fits"]

@@ -150,6 +150,7 @@ def check_even_rotary(cfg: dict[str, Any], model_type: str, head_dim: int) -> No
     share = 1.0 if mla else check_rope(cfg)[1].get("partial_rotary_factor") or cfg.get(
         "partial_rotary_factor") or cfg.get("rotary_pct") or 1.0
     width = cfg.get("qk_rope_head_dim") if mla else head_dim
+    _check_part_rotated(cfg, model_type, mla)
     if isinstance(width, int) and width > 4 and width % 2 and int(width * share) == width:
         heads = first(cfg, "num_attention_heads", "n_head", "num_heads")
         field, value = (("qk_rope_head_dim", width) if mla else ("head_dim", head_dim)
@@ -157,6 +158,28 @@ def check_even_rotary(cfg: dict[str, Any], model_type: str, head_dim: int) -> No
         raise InputError(f"config.json: {field}", value, f"gives {'a rotary part' if mla else 'heads'} {width} "
                          "channels wide, all rotated: RoPE turns channel pairs, so the rotated width must be even "
                          "(transformers refuses an odd one)")
+
+
+PART_ROTATED_TYPES = ("gpt_neox", "phi3")
+"""Model types whose attention rotates a share of each head and passes the rest through (modeling_gpt_neox.py /
+modeling_phi3.py apply_rotary_pos_emb: q_rot, q_pass, transformers 5.25.0); the others' rotate q whole."""
+
+
+def _check_part_rotated(cfg: dict[str, Any], model_type: str, mla: bool) -> None:
+    """A partial_rotary_factor below 1 under a scaled rope_type (linear, dynamic, yarn, longrope, llama3: their
+    modeling_rope_utils init functions build frequencies for that share) on a type that rotates q whole: cos and sin
+    narrower than the head, and the first forward fails (`measure` and `profile` exit 70; memory and infer answered a
+    model transformers cannot run; hostile w30). Under default RoPE the class's own init ignores the share, as here."""
+    key, settings = check_rope(cfg)
+    kind = settings.get("rope_type", settings.get("type")) or "default"
+    if mla or model_type in PART_ROTATED_TYPES or kind == "default":
+        return
+    for name, value in ((f"{key}.partial_rotary_factor", settings.get("partial_rotary_factor")),
+                        ("partial_rotary_factor", cfg.get("partial_rotary_factor"))):
+        if is_finite_number(value) and value < 1:
+            raise InputError(f"config.json: {name}", value, f"a {model_type} model rotates each head whole, and "
+                             f"rope_type {kind} builds frequencies for {value:g} of it: transformers 5.25.0 fails "
+                             "its first forward (GPT-NeoX and Phi-3 rotate a share); give 1 or leave it out")
 
 
 def rope_attention_factor(cfg: dict[str, Any]) -> float:
