@@ -309,3 +309,18 @@ def test_a_partial_share_under_default_rope_or_on_gpt_neox_is_still_answered(run
     path.write_text(json.dumps(config), encoding="utf-8")
     assert run_json("memory", str(path), "--gpus", "1")["results"]["model_states_total"] == 18 * 1_235_814_400
     assert run_json("memory", "pythia-70m", "--gpus", "1")["results"]["fits"]
+
+
+def test_measure_of_gpt2_writes_the_answer_alone():
+    """`gpuplan measure gpt2` (and `profile gpt2`) printed transformers' "`loss_type=None` was set in the config but it
+    is unrecognized. Using the default loss: `ForCausalLMLoss`." beside every answer: GPT2LMHeadModel's class name
+    names no loss, so loss_function warns and falls back to ForCausalLM, the loss it now names (the same peak:
+    1,244,399,184 B at --seq-len 64 before and after)."""
+    import json
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "gpuplan", "measure", "gpt2", "--seq-len", "64", "--micro-batch", "1",
+                           "--json"], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and done.stderr == "", done.stderr[-300:]
+    assert json.loads(done.stdout)["results"]["measured_peak"] > 0

@@ -167,6 +167,8 @@ def build_model(rt: Runtime, transformers, hf_config: dict, attention: str, para
 
             raise kernel_refusal(attention, exc) from exc
         raise InputError("model", hf_config.get("model_type"), f"a model type with a causal-LM class ({exc})") from exc
+    # the loss loss_function falls back to for a class it cannot name (GPT2LMHeadModel), without its line on stderr
+    model.loss_type = model.loss_type or "ForCausalLM"
     model.train()
     if recompute == "full":  # HF gradient checkpointing of every decoder layer, non-reentrant
         if hasattr(model, "activation_checkpointing_enable"):

@@ -291,6 +291,7 @@ def _measure(
             raise
         finally:
             torch.set_default_dtype(old_default_dtype)
+        model.loss_type = model.loss_type or "ForCausalLM"  # loss_function's fallback, not its stderr line (GPT-2)
         model.train()
         if recompute == "full":
             if hasattr(model, "activation_checkpointing_enable"):
