@@ -324,3 +324,20 @@ def test_measure_of_gpt2_writes_the_answer_alone():
                            "--json"], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0 and done.stderr == "", done.stderr[-300:]
     assert json.loads(done.stdout)["results"]["measured_peak"] > 0
+
+
+def test_measure_of_a_gpt2_config_with_rope_scaling_writes_one_line_or_the_answer(run_cli, tmp_path):
+    """GPT-2 and MPT read no rope_scaling (learned or ALiBi positions); transformers' config class warned
+    "FutureWarning: `rope_scaling` is deprecated ..." on stderr beside the answer (GPT-2) or before the one-line
+    refusal of --attention-kernel flash (MPT), two lines."""
+    import json
+    import subprocess
+    import sys
+
+    config = {"model_type": "gpt2", "architectures": ["GPT2LMHeadModel"], "n_embd": 128, "n_head": 4, "n_layer": 2,
+              "n_positions": 256, "vocab_size": 1000, "rope_scaling": {"rope_type": "dynamic", "factor": 2.0}}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config), encoding="utf-8")
+    done = subprocess.run([sys.executable, "-W", "default", "-m", "gpuplan", "measure", str(path), "--seq-len", "64",
+                           "--micro-batch", "1"], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and done.stderr == "", done.stderr[-400:]

@@ -276,10 +276,15 @@ def transformers_quiet(transformers) -> Iterator[None]:
     """transformers' logging at CRITICAL while measure / profile build a config or a model: its warnings and errors on
     a config's values are gpuplan's one line (hostile w30: a read-only property set logged the whole config, 40 lines;
     pad_token_id -1, the LLaMA-1 conversions' value, a 'generation flags are not valid' line beside the answer)."""
+    import warnings
+
     verbosity = transformers.logging.get_verbosity()
     transformers.logging.set_verbosity(transformers.logging.CRITICAL)
     try:
-        yield
+        with warnings.catch_warnings():  # and its deprecations: rope_scaling on a GPT-2 / MPT config (no RoPE class)
+            warnings.simplefilter("ignore", FutureWarning)
+            warnings.simplefilter("ignore", DeprecationWarning)
+            yield
     finally:
         transformers.logging.set_verbosity(verbosity)
 
