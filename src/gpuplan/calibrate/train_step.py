@@ -19,15 +19,36 @@ PLACEHOLDER_TOKENS = 1e12
 """Training tokens the inputs need to parse; the step does not read them."""
 
 
-def train_inputs(m):
+def train_inputs(m, spec=None):
     """The training inputs (PlanInputs) train parses for a log's flags; '' framework (a Measurement built in Python
-    before session 25) is gpuplan's generic model, as such a calibration file's reference means."""
+    before session 25) is gpuplan's generic model, as such a calibration file's reference means. Given the model
+    (``spec``), an option a dense model cannot take is refused in train's words (_as_train_refuses)."""
+    from gpuplan.errors import InputError
     from gpuplan.jobs.plan.schema import PlanInputs
 
     fields = dict(model=m.model, tokens=PLACEHOLDER_TOKENS, gpu=m.gpu, gpus=m.world_size, tp=m.tp, pp=m.pp, ep=m.ep,
                   zero=m.zero, micro_batch=m.micro_batch, global_batch=m.global_batch, seq_len=m.seq_len,
                   dtype=m.dtype, recompute=m.recompute, framework=m.framework or "generic")
-    return PlanInputs(**fields, **dict(m.options))
+    try:
+        return PlanInputs(**fields, **dict(m.options))
+    except InputError:
+        if spec is not None and spec.moe is None and m.ep == 1:
+            _as_train_refuses(PlanInputs, fields, m, spec)
+        raise
+
+
+def _as_train_refuses(schema, fields: dict, m, spec) -> None:
+    """Raise train's refusal of the log's flags where train, given them without --ep, refuses them for the model
+    (SetupFields.adjust_spec): a log's expert parallelism is 1 unless stated, and the schema's --ep 1 rule answered
+    `--ep-dispatcher flex` or `--ep-a2a-overlap` on a dense model with 'needs expert parallelism (--ep > 1)', where
+    train says the model is dense, which no --ep mends (hostile wave 30b). Returns where train parses them too."""
+    from gpuplan.errors import InputError
+
+    try:
+        unstated = schema(**(fields | {"ep": None}), **dict(m.options))
+    except InputError:
+        return  # train refuses them too, and without the model: the first refusal stands
+    unstated.adjust_spec(spec)
 
 
 def train_case(m, spec, gpu):
@@ -47,7 +68,7 @@ def train_case(m, spec, gpu):
     from gpuplan.jobs.plan.step_settings import step_settings_for
     from gpuplan.schema.precision_rules import check_dtype_runs_on
 
-    inputs = train_inputs(m)
+    inputs = train_inputs(m, spec)
     check_dtype_runs_on(inputs, gpu)  # the dtype and --fp8-recipe mxfp8 on the part, as train checks them
     check_recipe_runs_on(inputs.recipe_name, gpu)  # the recipe train reads (jobs.plan.search._checked_gpu)
     spec = inputs.adjust_spec(spec)
@@ -67,12 +88,23 @@ def train_step_settings(m, spec, gpu):
 
 
 
-def check_recorded(options: dict) -> None:
+def check_recorded(options: dict) -> dict:
     """Each value of a calibration's reference.options as calibrate's own field for it takes it (train's declaration,
     calibrate.schema), refused naming it ('calibration: reference.options: attention_kernel: got 'flash9'; must be one
-    of ...'); run where a plan reads them (jobs.calibration_notice.options_warning): the loader (calibrate.model)
-    checks their keys and kinds without the schema, which imports it."""
+    of ...'); run where a plan reads them (jobs.calibration_notice.options_warning, jobs.memory.estimate): the loader
+    (calibrate.model) checks their keys and kinds without the schema, which imports it. Returns them as the fields read
+    them (null kept), so a plan compares values, not spellings: a file's "sequence_parallel": "yes" or "lora_rank": "16"
+    (text a plan file may hold) was compared as written, and train warned 'timed with --lora-rank 16, planned with
+    --lora-rank 16' and quoted '--sequence-parallel yes' (hostile wave 30b)."""
+    from typing import Annotated
+
+    from pydantic import TypeAdapter
+
     from gpuplan.calibrate.schema import CalibrateInputs
 
-    CalibrateInputs.check_values({k: tuple(v) if isinstance(v, list) else v for k, v in options.items()
-                                  if v is not None}, "calibration: reference.options")
+    given = {k: tuple(v) if isinstance(v, list) else v for k, v in options.items() if v is not None}
+    CalibrateInputs.check_values(given, "calibration: reference.options")
+    kinds = {k: Annotated[(f.annotation, *f.metadata)] if f.metadata else f.annotation
+             for k, f in CalibrateInputs.model_fields.items() if k in given}
+    read = {k: TypeAdapter(kinds[k]).validate_python(v) for k, v in given.items()}
+    return {k: read.get(k) for k in options}

@@ -88,7 +88,7 @@ def options_warning(cal, inputs) -> str:
     from gpuplan.calibrate.step_options import option_values
     from gpuplan.calibrate.train_step import check_recorded
 
-    check_recorded(ref)  # a word the file holds is one of calibrate's before the line quotes it
+    ref = check_recorded(ref)  # a word the file holds is one of calibrate's, read as its field reads it
     planned = option_values(inputs)
     differ = [k for k in ref if k in planned and _held(ref[k]) != _held(planned[k])]
     if not differ:

@@ -286,7 +286,9 @@ def estimate_memory(inputs: MemoryInputs) -> Report:
     if inputs.calibration is not None:
         from gpuplan.calibrate.apply import apply_to_overheads
         from gpuplan.calibrate.report import calibrated_vs_default_lines
+        from gpuplan.calibrate.train_step import check_recorded
 
+        check_recorded(inputs.calibration.reference.options)  # its step options, as train and plan read them
         settings = replace(settings, activation_scale=inputs.calibration.activation_memory.value)
         overheads = apply_to_overheads(inputs.calibration, overheads)
         calibration_sections = (Section("Calibration (measured factors replace the defaults)",

@@ -43,7 +43,10 @@ RANKED = {"time": "time with failures at each layout's slow end: step x (1 + its
                   "range's high end; fewest GPUs within 1%",
           "cost": "cost with failures at the high end of the failure rate's range, on-demand, of every GPU given "
                   "(those a layout leaves idle too); the cost column is failure-free, of the GPUs used", "gpus": "gpus",
+          "cost_used": "cost with failures at the high end of the failure rate's range, on-demand, of the GPUs each layout uses (no --gpus given: none idle); the cost column is failure-free",
           "deadline": "the deadline rule: fewest GPUs whose first layout by time meets it with failures and checkpoints"}
+def _ranked(rank_by: str, inputs) -> str:  # cost pays for idle GPUs only of a --gpus given (planner.idle_rule)
+    return RANKED["cost_used" if rank_by == "cost" and not getattr(inputs, "gpus", None) else rank_by]
 HELD = ("; a row on fewer GPUs than asked, faster than all of them only within the model's band (idle rule), comes "
         "right after their best, by its ranked days")
 COLUMNS = ("GPUs", "layout", "step s", "± model", "MFU", "days", "w/ failures", "GPU-hours", "cost", "peak/GPU",
@@ -141,7 +144,7 @@ def recommendation(plan: Plan, inputs: PlanInputs, result: PlanSearch, i: int,
     return (
         Line("best_layout", "your layout (best with the degrees given)" if inputs.layout_given else "best layout",
              plan.text(), text=f"{plural(plan.gpus, 'GPU')}, {plan.text()}: {format_duration(days * SECONDS_PER_DAY)}, MFU {mfu:.1%}",
-             formula=f"ranked by {RANKED[rank_by_of(inputs)]}"),
+             formula=f"ranked by {_ranked(rank_by_of(inputs), inputs)}"),
         Line("best_gpus", "GPUs used", plan.gpus, "GPUs", f"{plan.gpus:,}"),
         Line("idle_gpus", "GPUs left idle", idle, "GPUs", f"{idle:,} of {plan.gpus_asked:,}" if idle else "none",
              idle_reason(inputs, result, plan, without_layout) if idle else ""),
@@ -215,7 +218,7 @@ def plan_report(inputs: PlanInputs, progress=None) -> Report:
     checked = check_my_layout(inputs, result, plan) if inputs.layout_given else ()
     breakdown = Section(f"Step time and memory of {plan.text()}", step_lines(plan, "best") + memory_lines(plan, "best", inputs.profile.caching_allocator, gpu))
     held = HELD if moved(table, rank_by)[top].any() else ""  # where the top shows such rows
-    tables = (Table(f"top {len(top)} layouts (ranked by {RANKED[rank_by]}{held})", COLUMNS, _rows(table, top, layout_of)),
+    tables = (Table(f"top {len(top)} layouts (ranked by {_ranked(rank_by, inputs)}{held})", COLUMNS, _rows(table, top, layout_of)),
               Table("Pareto front (GPUs vs ranked days: the slow end with failures at the range's high rate"
                     + (", vs cost with the same failures" if price is not None else "") + thinned + ")", COLUMNS,
                     _rows(table, front, layout_of)),
@@ -244,7 +247,7 @@ def plan_report(inputs: PlanInputs, progress=None) -> Report:
                   (summary,) + checked + (breakdown,) + calibration + budget.sections,
                   ((result.missed_default_deadline,) if result.missed_default_deadline else ())
                   + (f"search: {result.searched:,} distinct layouts in {result.seconds * 1e3:.0f} ms"  # --explain shows no
-                     + (f"; ranked by {RANKED[rank_by]}" if inputs.explain else ""),)  # layouts table
+                     + (f"; ranked by {_ranked(rank_by, inputs)}" if inputs.explain else ""),)  # layouts table
                   + assumed_host_note(gpu, inputs.gpus_per_node)  # H100 NVL's server of pairs on PCIe
                   + _point_fastest_note(table, best, rank_by, layout_of)
                   + plan_fallback_note(without_layout, result) + group_count_note(result.limits, plan, inputs.gpus)

@@ -1,0 +1,139 @@
+"""Hostile wave 30b (session 26, helper H6): the session's new surfaces, probed across doors (the shared list reader
+at plan --gpus, memory --compare, report --sections, --recompute-modules, --batch-ramp: CLI, YAML / TOML plan files,
+web JSON, Python API; calibrate's step options and the calibration file's reference.options read back by train, plan
+and memory; plan --rank-by cost). About 290 cases; the defects found, each a test here that fails before its fix:
+
+* a calibration file's reference.options compared as written, not as calibrate's field reads it: "lora_rank": "16"
+  (text a plan file may hold for a count) warned 'timed with --lora-rank 16, planned with --lora-rank 16', and
+  "sequence_parallel": "no" was quoted back as '--sequence-parallel no', a flag that takes no value;
+* memory --calibration never checked reference.options: a file with "grad_dtype": "fp7" or "lora_rank": -5 was read,
+  exit 0, where train, plan and budget refuse it;
+* calibrate refused --ep-dispatcher flex, --ep-a2a-overlap and --ep-overlap on a dense model as 'needs expert
+  parallelism (--ep > 1)' (a log's ep is 1), where train says the model is dense, which no --ep mends;
+* plan --rank-by cost without --gpus titled its table 'of every GPU given (those a layout leaves idle too)' where no
+  GPUs were given and none is charged idle (the default range, a --days deadline).
+"""
+
+import json
+
+import pytest
+from helpers import one_line_refusal
+
+import gpuplan
+from gpuplan import InputError
+
+LOG = "step,step_time_s\n1,1.0\n2,1.0\n3,1.0\n4,1.0\n5,1.0\n"
+TP2 = ("--model", "llama-3-8b", "--gpu", "h100", "--gpus", "8", "--tp", "2", "--pp", "1", "--seq-len", "4096",
+       "--zero", "1", "--global-batch", "16", "--framework", "megatron", "--recompute", "none", "--micro-batch", "1",
+       "--grad-dtype", "bf16")
+TRAIN = ("--tokens", "1T", "--mfu", "predicted", "--cp", "1", "--vpp", "1")
+
+
+@pytest.fixture(scope="module")
+def calibration(tmp_path_factory) -> dict:
+    """The calibration of a 1.0 s log of llama-3-8b tp 2 on 8 H100, megatron, --grad-dtype bf16, as a document."""
+    from gpuplan.cli import main
+
+    folder = tmp_path_factory.mktemp("w30b")
+    (folder / "steps.csv").write_text(LOG)
+    assert main(["calibrate", str(folder / "steps.csv"), *TP2, "--out", str(folder / "cal.json")]) == 0
+    return json.loads((folder / "cal.json").read_text())
+
+
+def _line(result) -> str:
+    """The one line of a refusal (exit 2, nothing on stdout, no traceback: helpers.one_line_refusal)."""
+    code, out, err = result
+    one_line_refusal(code, err)
+    assert out == ""
+    return err.strip()
+
+
+def _with_options(calibration: dict, tmp_path, **options) -> str:
+    document = json.loads(json.dumps(calibration))
+    document["reference"]["options"].update(options)
+    path = tmp_path / "cal.json"
+    path.write_text(json.dumps(document))
+    return str(path)
+
+
+# ---- reference.options read as calibrate's fields read them --------------------------------------------------------
+
+def test_the_files_own_options_warn_nothing(run_json, calibration, tmp_path):
+    """The file as calibrate wrote it, read back with the same flags: no warning, the log's 1.0 s (the baseline the
+    spelled-out files below must match)."""
+    results = run_json("train", *TP2, *TRAIN, "--calibration", _with_options(calibration, tmp_path))["results"]
+    assert "calibration_warning" not in results
+    assert results["io_step_seconds"] == pytest.approx(1.0, rel=1e-6)
+
+
+@pytest.mark.parametrize("name, text", [("lora_rank", "16"), ("sequence_parallel", "on"), ("grad_dtype", "BF16")])
+def test_a_recorded_value_spelled_as_text_is_the_value(run_json, calibration, tmp_path, name, text):
+    """lora_rank "16" is the 16 train plans with (its default), sequence_parallel "on" megatron's tp 2 default, grad
+    dtype "BF16" the bf16 given: the same options, no warning. Before, each was compared as written and train warned
+    'calibration timed its log with --lora-rank 16, planned with --lora-rank 16'."""
+    path = _with_options(calibration, tmp_path, **{name: text})
+    results = run_json("train", *TP2, *TRAIN, "--calibration", path)["results"]
+    assert "calibration_warning" not in results
+    assert results["io_step_seconds"] == pytest.approx(1.0, rel=1e-6)
+
+
+def test_a_recorded_flag_is_quoted_as_on_or_off(run_json, calibration, tmp_path):
+    """"sequence_parallel": "no" (the schema's text for false) differs from megatron's tp 2 default (on): the warning
+    says '--sequence-parallel off', as for a file holding false; it quoted '--sequence-parallel no'."""
+    warned = run_json("train", *TP2, *TRAIN, "--calibration", _with_options(
+        calibration, tmp_path, sequence_parallel="no"))["results"]["calibration_warning"]
+    assert warned == run_json("train", *TP2, *TRAIN, "--calibration", _with_options(
+        calibration, tmp_path, sequence_parallel=False))["results"]["calibration_warning"]
+    assert warned.startswith("calibration timed its log with --sequence-parallel off, planned with "
+                             "--sequence-parallel on")
+
+
+@pytest.mark.parametrize("options, line", [
+    ({"grad_dtype": "fp7"}, "calibration: reference.options: grad_dtype: got 'fp7'; must be one of fp32, bf16"),
+    ({"lora_rank": -5}, "calibration: reference.options: lora_rank: got -5; must be a positive, finite number"),
+    ({"recompute_modules": ["mlp", "mlp"]}, "calibration: reference.options: recompute_modules: got ('mlp', 'mlp'); "
+     "'mlp' is given twice (entries 1 and 2); give each once: names separated by commas, from: core_attn, moe_act, "
+     "layernorm, mla_up_proj, mlp, moe, shared_experts"),
+])
+def test_memory_refuses_a_calibration_with_a_bad_option_as_train_does(run_cli, calibration, tmp_path, options, line):
+    """memory reads a calibration's memory factors and never checked its reference.options: exit 0 with 'fp7'. Now
+    the line train, plan and budget give, at the CLI and the Python API."""
+    path = _with_options(calibration, tmp_path, **options)
+    memory = ("memory", "--model", "llama-3-8b", "--gpu", "h100", "--calibration", path)
+    assert _line(run_cli(*memory)) == f"error: {line}"
+    assert _line(run_cli("train", *TP2, *TRAIN, "--calibration", path)) == f"error: {line}"
+    with pytest.raises(InputError) as api:
+        gpuplan.estimate_memory(gpuplan.MemoryInputs(model="llama-3-8b", gpu="h100", calibration=path))
+    assert str(api.value) == line
+
+
+# ---- calibrate and train: one line for an expert option on a dense model -------------------------------------------
+
+@pytest.mark.parametrize("option, value", [(("--ep-dispatcher", "flex"), "'flex'"), (("--ep-a2a-overlap",), "True"),
+                                           (("--ep-overlap", "0.5"), "0.5")])
+def test_an_expert_option_on_a_dense_model_gets_trains_line_at_calibrate(run_cli, tmp_path, option, value):
+    """A log's expert parallelism is 1, so calibrate answered the schema's --ep 1 rule ('needs expert parallelism
+    (--ep > 1): with --ep 1 there is no all-to-all'), which --ep 2 does not mend on llama-3-8b; train (no --ep) says
+    the model is dense. Now calibrate says what train says."""
+    log = tmp_path / "steps.csv"
+    log.write_text(LOG)
+    name = option[0][2:].replace("-", "_")
+    line = (f"error: {name}: got {value}; applies to mixture-of-experts models; llama-3-8b is dense (no expert "
+            "all-to-all)")
+    assert _line(run_cli("train", *TP2, *TRAIN, *option)) == line
+    assert _line(run_cli("calibrate", str(log), *TP2, *option, "--out", str(tmp_path / "c.json"))) == line
+    assert not (tmp_path / "c.json").exists()
+
+
+# ---- plan --rank-by cost: the title says whose GPUs are paid for ---------------------------------------------------
+
+@pytest.mark.parametrize("flags", [(), ("--days", "5")])
+def test_cost_ranking_without_gpus_given_charges_no_idle_gpus_and_says_so(run_json, flags):
+    """No --gpus: a search count is nobody's cluster, charged_gpus is not set (jobs.plan.search) and the ranking pays
+    for the GPUs each layout uses; the title said 'of every GPU given (those a layout leaves idle too)'."""
+    report = run_json("plan", "--model", "llama-3.1-8b", "--gpu", "h100", "--tokens", "1T", "--rank-by", "cost",
+                      *flags)
+    title = next(t for t in report["tables"] if t.startswith("top "))
+    assert "of the GPUs each layout uses (no --gpus given: none idle)" in title
+    assert "of every GPU given" not in title
+    assert report["results"]["idle_gpus"] == 0
