@@ -341,3 +341,26 @@ def test_measure_of_a_gpt2_config_with_rope_scaling_writes_one_line_or_the_answe
     done = subprocess.run([sys.executable, "-W", "default", "-m", "gpuplan", "measure", str(path), "--seq-len", "64",
                            "--micro-batch", "1"], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0 and done.stderr == "", done.stderr[-400:]
+
+
+# ---- 8. the Python API: pydantic's third constructor -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("cls_name", ["TrainingInputs", "BudgetInputs", "MemoryInputs", "PlanInputs", "InferenceInputs"])
+@pytest.mark.parametrize("obj, words", [({"seq_len": "x"}, "seq_len: got 'x'; "),
+                                        ([1], "inputs: got 'list'; expected a mapping of field names to values")])
+def test_model_validate_strings_refuses_as_the_constructor(cls_name, obj, words):
+    """MemoryInputs.model_validate_strings({"gpus": "x"}) raised pydantic's ValidationError (a 4-line message), where
+    model_validate and model_validate_json raise InputError naming the field (session 25, 43416bcb)."""
+    import gpuplan
+
+    with pytest.raises(InputError) as caught:
+        getattr(gpuplan, cls_name).model_validate_strings(obj)
+    assert str(caught.value).startswith(words) and "\n" not in str(caught.value), str(caught.value)
+
+
+def test_model_validate_strings_reads_text_as_the_flags():
+    import gpuplan
+
+    inputs = gpuplan.MemoryInputs.model_validate_strings({"model": "llama-3.1-8b", "gpus": "1K", "seq_len": "8K"})
+    assert (inputs.gpus, inputs.seq_len) == (1000, 8192)

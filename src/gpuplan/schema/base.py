@@ -199,6 +199,14 @@ class JobInputs(BaseModel):
         return cls.parse(data)
 
     @classmethod
+    def model_validate_strings(cls, obj: Any, **options: Any) -> Self:
+        """Pydantic's model_validate_strings (field names to text, as the flags give them) refusing as the
+        constructor does, which reads text ('7B', '8K'): InputError naming the field (hostile w30: pydantic's
+        ValidationError, where model_validate and model_validate_json already refused so). ``options`` are not read."""
+        _check_mapping(obj)
+        return cls(**obj)
+
+    @classmethod
     def check_values(cls, raw: Mapping[str, Any], where: str | None = None) -> None:
         """Check each value on its own, by its field's type and range only (no cross-field rules):
         a plan-file value a flag overrides is still a value the user wrote (``gpus: 1e400`` with
