@@ -6,6 +6,8 @@ and memory; plan --rank-by cost). About 290 cases; the defects found, each a tes
 * a calibration file's reference.options compared as written, not as calibrate's field reads it: "lora_rank": "16"
   (text a plan file may hold for a count) warned 'timed with --lora-rank 16, planned with --lora-rank 16', and
   "sequence_parallel": "no" was quoted back as '--sequence-parallel no', a flag that takes no value;
+* train's advice for an option the log left unstated was 'give --dp-overlap (not given)'; a null for an option
+  calibrate always records ("optimizer": null) was read, and advised as 'give --optimizer (not given)';
 * memory --calibration never checked reference.options: a file with "grad_dtype": "fp7" or "lora_rank": -5 was read,
   exit 0, where train, plan and budget refuse it;
 * calibrate refused --ep-dispatcher flex, --ep-a2a-overlap and --ep-overlap on a dense model as 'needs expert
@@ -105,6 +107,29 @@ def test_memory_refuses_a_calibration_with_a_bad_option_as_train_does(run_cli, c
     with pytest.raises(InputError) as api:
         gpuplan.estimate_memory(gpuplan.MemoryInputs(model="llama-3-8b", gpu="h100", calibration=path))
     assert str(api.value) == line
+
+
+def test_an_option_the_log_left_unstated_is_advised_left_out(run_json, calibration, tmp_path):
+    """The log calibrated without --dp-overlap (recorded null: read only where given) and with --grad-dtype bf16,
+    planned with --dp-overlap 0.5 and --grad-dtype fp32: the advice gives the one and leaves the other out. Before:
+    'give --grad-dtype bf16 --dp-overlap (not given) to reproduce it', a flag with no value."""
+    flags = tuple(x for x in TP2 if x not in ("--grad-dtype", "bf16"))
+    warned = run_json("train", *flags, *TRAIN, "--grad-dtype", "fp32", "--dp-overlap", "0.5", "--calibration",
+                      _with_options(calibration, tmp_path))["results"]["calibration_warning"]
+    assert warned == ("calibration timed its log with --grad-dtype bf16 --dp-overlap (not given), planned with "
+                      "--grad-dtype fp32 --dp-overlap 0.5: the calibrated step is not the log's; give --grad-dtype bf16 "
+                      "and leave --dp-overlap out to reproduce it (docs/calibration.md)")
+
+
+@pytest.mark.parametrize("job", [("train", *TP2, *TRAIN), ("memory", "--model", "llama-3-8b", "--gpu", "h100")])
+def test_a_null_for_an_option_calibrate_always_records_is_refused(run_cli, calibration, tmp_path, job):
+    """calibrate records train's default where an option with one was not given ("optimizer": "adamw"), null only
+    where there is none: "optimizer": null was read and train advised 'give --optimizer (not given)'; memory read it
+    silently."""
+    path = _with_options(calibration, tmp_path, optimizer=None)
+    assert _line(run_cli(*job, "--calibration", path)) == (
+        "error: calibration: reference.options: optimizer: got 'null'; calibrate records a value for it (given, else "
+        "train's default 'adamw'); null is for an option with no default")
 
 
 # ---- calibrate and train: one line for an expert option on a dense model -------------------------------------------

@@ -101,10 +101,18 @@ def check_recorded(options: dict) -> dict:
     from pydantic import TypeAdapter
 
     from gpuplan.calibrate.schema import CalibrateInputs
+    from gpuplan.calibrate.step_options import GIVEN_ONLY
+    from gpuplan.errors import InputError
 
+    fields = CalibrateInputs.model_fields
+    null = next((k for k, v in options.items() if v is None and k not in GIVEN_ONLY and fields[k].default is not None),
+                None)  # calibrate records train's default there ("optimizer": null advised 'give --optimizer (not given)')
+    if null is not None:
+        raise InputError(f"calibration: reference.options: {null}", "null", f"calibrate records a value for it (given, "
+                         f"else train's default {fields[null].default!r}); null is for an option with no default")
     given = {k: tuple(v) if isinstance(v, list) else v for k, v in options.items() if v is not None}
     CalibrateInputs.check_values(given, "calibration: reference.options")
     kinds = {k: Annotated[(f.annotation, *f.metadata)] if f.metadata else f.annotation
-             for k, f in CalibrateInputs.model_fields.items() if k in given}
+             for k, f in fields.items() if k in given}
     read = {k: TypeAdapter(kinds[k]).validate_python(v) for k, v in given.items()}
     return {k: read.get(k) for k in options}

@@ -94,11 +94,14 @@ def options_warning(cal, inputs) -> str:
     if not differ:
         return ""
 
-    def said(values: dict) -> str:
-        return " ".join(f"--{k.replace('_', '-')} {_shown(values[k])}" for k in differ)
+    def said(values: dict, keys=differ) -> str:
+        return " ".join(f"--{k.replace('_', '-')} {_shown(values[k])}" for k in keys)
 
+    give, leave = [k for k in differ if ref[k] is not None], [k for k in differ if ref[k] is None]
+    advice = " and ".join((f"give {said(ref, give)}",) * bool(give) + (  # an option the log left unstated: left out
+        f"leave {' '.join(f'--' + k.replace('_', '-') for k in leave)} out",) * bool(leave))
     return (f"calibration timed its log with {said(ref)}, planned with {said(planned)}: the calibrated step is not "
-            f"the log's; give {said(ref)} to reproduce it (docs/calibration.md)")
+            f"the log's; {advice} to reproduce it (docs/calibration.md)")
 
 
 def _held(value):
