@@ -364,3 +364,28 @@ def test_model_validate_strings_reads_text_as_the_flags():
 
     inputs = gpuplan.MemoryInputs.model_validate_strings({"model": "llama-3.1-8b", "gpus": "1K", "seq_len": "8K"})
     assert (inputs.gpus, inputs.seq_len) == (1000, 8192)
+
+
+@pytest.mark.parametrize("rope", [
+    {"full_attention": {"rope_type": "dynamic", "factor": 2.0, "rope_theta": 1e6},
+     "sliding_attention": {"rope_type": "default", "rope_theta": 1e4}},
+    {"rope_type": "dynamic", "factor": 2.0, "rope_theta": 1e4}], ids=["nested", "flat-beside-the-class-nesting"])
+def test_measure_reads_dynamic_rope_nested_by_layer_type(run_cli, tmp_path, rope):
+    """Gemma 3 1B (layers nested by type: full / sliding attention) with dynamic RoPE in its rope_parameters: each
+    entry a layer type reads is read as default RoPE, the nesting kept (a flat replacement lost the 'sliding_attention'
+    entry: KeyError, exit 70, where the class had merged a flat dynamic entry beside its own nested ones)."""
+    import json
+
+    with open(os.path.join(os.path.dirname(LLAMA_1B), "gemma-3-1b.json"), encoding="utf-8") as handle:
+        base = json.load(handle)["config"] | {"num_hidden_layers": 2}
+    base["layer_types"] = base.get("layer_types", ["sliding_attention", "full_attention"])[:2]
+    peaks = {}
+    for name, config in (("plain", base), ("dynamic", {k: v for k, v in base.items() if k != "rope_scaling"}
+                                                      | {"rope_parameters": rope})):
+        path = tmp_path / name / "config.json"
+        path.parent.mkdir()
+        path.write_text(json.dumps(config), encoding="utf-8")
+        code, out, err = _measured(run_cli, path)
+        assert code == 0 and err == "", (code, err[-300:])
+        peaks[name] = json.loads(out)["results"]["measured_peak"]
+    assert peaks["dynamic"] == peaks["plain"] > 0

@@ -295,9 +295,17 @@ def static_rope(text_config: Any) -> None:
     which a fake tensor cannot answer (measure exit 70, DataDependentOutputException; hostile w30). The same memory:
     at build it is default RoPE (_compute_dynamic_ntk_parameters at max_position_embeddings scales the base by 1),
     and past the positions it swaps one inv_freq buffer of head_dim / 2 floats for another."""
+    def static(entry: Any) -> Any:  # each mapping read as RoPE settings: flat, or nested by layer type (Gemma 3)
+        if not isinstance(entry, dict):
+            return entry
+        kept = {k: static(v) for k, v in entry.items()}
+        if "dynamic" in str(entry.get("rope_type", "")):
+            kept = {k: v for k, v in kept.items() if k != "factor"} | {"rope_type": "default"}
+        return kept
+
     rope = getattr(text_config, "rope_parameters", None)
-    if isinstance(rope, dict) and "dynamic" in str(rope.get("rope_type", "")):
-        text_config.rope_parameters = {"rope_type": "default", "rope_theta": rope.get("rope_theta")}
+    if isinstance(rope, dict):
+        text_config.rope_parameters = static(rope)
 
 
 def check_transformers_defaults(text_config: Any) -> None:
