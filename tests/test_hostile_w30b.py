@@ -12,6 +12,8 @@ and memory; plan --rank-by cost). About 290 cases; the defects found, each a tes
   exit 0, where train, plan and budget refuse it;
 * calibrate refused --ep-dispatcher flex, --ep-a2a-overlap and --ep-overlap on a dense model as 'needs expert
   parallelism (--ep > 1)' (a log's ep is 1), where train says the model is dense, which no --ep mends;
+* calibrate refused tp 3 on llama-3-8b (32 heads) or cp 3 at a 4,096 sequence, on 8 GPUs, as 'gpus: must be a multiple
+  of tp x pp', where train names the degree the model rules out;
 * plan --rank-by cost without --gpus titled its table 'of every GPU given (those a layout leaves idle too)' where no
   GPUs were given and none is charged idle (the default range, a --days deadline).
 """
@@ -148,6 +150,26 @@ def test_an_expert_option_on_a_dense_model_gets_trains_line_at_calibrate(run_cli
     assert _line(run_cli("train", *TP2, *TRAIN, *option)) == line
     assert _line(run_cli("calibrate", str(log), *TP2, *option, "--out", str(tmp_path / "c.json"))) == line
     assert not (tmp_path / "c.json").exists()
+
+
+@pytest.mark.parametrize("degrees, line", [
+    (("--tp", "3"), "error: tp: got 3; must divide the 32 attention heads"),
+    (("--tp", "2", "--cp", "3"), "error: cp: got 3; 2 x cp must divide the sequence length 4,096 (each sequence is cut "
+                                 "into 2·cp load-balanced chunks)"),
+])
+def test_a_degree_the_model_rules_out_gets_trains_line_at_calibrate(run_cli, tmp_path, degrees, line):
+    """On 8 GPUs, tp 3 (llama-3-8b's 32 heads) and cp 3 (a 4,096 sequence in 6 chunks) are the model's limits, which
+    train names; calibrate checked the log's world size first: 'gpus: got 8; must be a multiple of tp x pp = 3'. A
+    world size that is no multiple of a degree the model takes is still calibrate's own refusal (a log's GPUs are
+    counted, not a limit as train's --gpus)."""
+    log = tmp_path / "steps.csv"
+    log.write_text(LOG)
+    assert TP2[6:8] == ("--tp", "2")
+    flags = TP2[:6] + TP2[8:] + degrees
+    assert _line(run_cli("train", *flags, *TRAIN[:4])) == line
+    assert _line(run_cli("calibrate", str(log), *flags, "--out", str(tmp_path / "c.json"))) == line
+    assert _line(run_cli("calibrate", str(log), *flags[:-1], "16", "--out", str(tmp_path / "c.json"))).startswith(
+        "error: gpus: got 8; must be a multiple of tp x pp")
 
 
 # ---- plan --rank-by cost: the title says whose GPUs are paid for ---------------------------------------------------

@@ -21,7 +21,7 @@ from gpuplan.core.memory.micro_batch_fit import activation_bytes_per_sample
 from gpuplan.core.time import step as S
 from gpuplan.core.hardware import Accelerator
 from gpuplan.core.model.spec import ModelSpec
-from gpuplan.core.parallel import ParallelLayout, check_layout
+from gpuplan.core.parallel import ParallelLayout, check_layout, check_model_degrees
 from gpuplan.planner.framework_rules import rules_for
 from gpuplan.core.comm.topology import Cluster, cluster_for
 from gpuplan.errors import InputError
@@ -119,6 +119,10 @@ def case_of(measurement) -> Case:
     spec = spec_of(measurement)
     m = measurement
     rest, named = m.tp * m.pp * m.cp, "tp x pp" + (" x cp" if m.cp > 1 else "")
+    # the model's own limits first, in train's words (tp must divide the heads, 2 x cp the sequence: hostile wave 30b;
+    # `--gpus 8 --tp 3` was 'gpus: must be a multiple of tp x pp = 3' where train says 'tp: must divide the 32 heads')
+    check_model_degrees(spec, tp=m.tp, pp=m.pp, vpp=dict(m.options).get("vpp") or 1, ep=m.ep, cp=m.cp,
+                        seq_len=m.seq_len, kv_subsharding=rules_for(m.framework).kv_subsharding, framework=m.framework)
     if m.world_size % rest:
         raise InputError("gpus", m.world_size, f"must be a multiple of {named} = {rest} ({m.source})")
     batch = m.global_batch if m.global_batch else m.micro_batch * m.dp
