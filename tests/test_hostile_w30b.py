@@ -14,6 +14,8 @@ and memory; plan --rank-by cost). About 290 cases; the defects found, each a tes
   parallelism (--ep > 1)' (a log's ep is 1), where train says the model is dense, which no --ep mends;
 * calibrate refused tp 3 on llama-3-8b (32 heads) or cp 3 at a 4,096 sequence, on 8 GPUs, as 'gpus: must be a multiple
   of tp x pp', where train names the degree the model rules out;
+* plan --gpus 3000 --rank-by cost: the cost line (of the 2,944 GPUs used) did not say so, nor what the 3,000 ranked
+  cost; its formula names both;
 * plan --rank-by cost without --gpus titled its table 'of every GPU given (those a layout leaves idle too)' where no
   GPUs were given and none is charged idle (the default range, a --days deadline).
 """
@@ -184,3 +186,18 @@ def test_cost_ranking_without_gpus_given_charges_no_idle_gpus_and_says_so(run_js
     assert "of the GPUs each layout uses (no --gpus given: none idle)" in title
     assert "of every GPU given" not in title
     assert report["results"]["idle_gpus"] == 0
+
+
+def test_the_cost_line_says_it_is_of_the_gpus_used_and_what_all_given_cost(run_json):
+    """--gpus 3000 --rank-by cost: 2,944 GPUs used, 56 idle; the cost line is of the 2,944 and said only 'GPU-hours x
+    price', where the ranking charged all 3,000 (the GPU-hours line said 'renting all 3,000 bills +1.9%'). Its formula
+    now names both: 3,000 / 2,944 x the cost printed."""
+    report = run_json("plan", "--model", "llama-3.1-8b", "--gpu", "h100", "--tokens", "1T", "--gpus", "3000",
+                      "--rank-by", "cost")
+    results = report["results"]
+    assert (results["best_gpus"], results["idle_gpus"]) == (2944, 56)
+    line = next(ln for sec in report["sections"] for ln in sec["lines"] if ln["key"] == "best_cost")
+    whole = round(results["best_cost"] * 3000 / 2944)
+    assert line["formula"].endswith(f"; of the 2,944 used (all 3,000 given: ${whole:,}; --rank-by cost charges every "
+                                    "GPU given)")
+

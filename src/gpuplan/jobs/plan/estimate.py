@@ -172,7 +172,7 @@ def recommendation(plan: Plan, inputs: PlanInputs, result: PlanSearch, i: int,
              "GPUs used x wall-clock" + (f" (the {plan.gpus:,} used; renting all {plan.gpus_asked:,} bills "
                                          f"{signed_percent(plan.gpus_asked / plan.gpus - 1)})" if idle else ""), *band(hours)),
         Line("best_cost", "cost, failure-free", cost, "USD", NO_PRICE_TEXT if cost is None else format_usd(cost),
-             f"GPU-hours x price; {result.price_source}", *(band(cost) if cost is not None else (None, None))),
+             f"GPU-hours x price; {result.price_source}" + (f"; of the {plan.gpus:,} used (all {plan.gpus_asked:,} given: {format_usd(cost * plan.gpus_asked / plan.gpus)}; --rank-by cost charges every GPU given)" if idle and cost else ""), *(band(cost) if cost is not None else (None, None))),
         Line("best_peak_bytes", "peak memory per GPU", plan.total_bytes, "bytes", format_bytes(plan.total_bytes),
              f"{peak_words(result.evaluator.cluster.gpu, plan.fixed_bytes)} (= gpuplan memory of this layout)"),
         Line("searched", "layouts searched", result.searched, "", f"{result.searched:,}",
