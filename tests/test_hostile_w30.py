@@ -389,3 +389,22 @@ def test_measure_reads_dynamic_rope_nested_by_layer_type(run_cli, tmp_path, rope
         assert code == 0 and err == "", (code, err[-300:])
         peaks[name] = json.loads(out)["results"]["measured_peak"]
     assert peaks["dynamic"] == peaks["plain"] > 0
+
+
+# ---- 9. an MoE layer-placement key the type's class does not read ----------------------------------------------------
+
+
+@pytest.mark.parametrize("change", [{"first_k_dense_replace": 1}, {"moe_layer_freq": 2}])
+def test_a_mixtral_config_with_deepseek_s_dense_layers_is_read_as_transformers_builds_it(run_json, tmp_path, change):
+    """Mixtral 8x7B's config.json with "first_k_dense_replace": 1 (DeepSeek's key) was read with its first layer dense,
+    45,469,634,560 parameters, where MixtralConfig / MixtralDecoderLayer read neither key and build every layer's
+    experts (transformers 5.25.0: no first_k_dense_replace or moe_layer_freq in models/mixtral): 46,702,792,704, the
+    published count (KerasHub preset mixtral_8_7b_en, the catalog entry's published_params), as without the key."""
+    import json
+
+    with open(os.path.join(os.path.dirname(LLAMA_1B), "mixtral-8x7b.json"), encoding="utf-8") as handle:
+        config = json.load(handle)["config"] | change
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config), encoding="utf-8")
+    states = run_json("memory", str(path), "--gpus", "1")["results"]["model_states_total"]
+    assert states == 18 * 46_702_792_704  # 18 B a parameter on one GPU (bf16 weights, fp32 grads, master, Adam)

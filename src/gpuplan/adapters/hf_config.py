@@ -210,8 +210,9 @@ def _moe(cfg: dict[str, Any], num_layers: int) -> tuple[MoESpec | None, tuple[bo
     elif "decoder_sparse_step" in cfg or cfg.get("model_type") in ("qwen2_moe", "qwen3_moe"):
         # Qwen-MoE: outside mlp_only_layers and (i + 1) % step == 0 (modeling_qwen2_moe.py@5.25.0 L358-359)
         mask = tuple(i not in dense_only and (i + 1) % every == 0 for i in range(num_layers))
-    else:  # DeepSeek: i >= first_k_dense_replace and i % moe_layer_freq == 0
-        mask = tuple(i >= first_dense and i % every == 0 for i in range(num_layers))
+    else:  # DeepSeek: i >= first_k_dense_replace and i % moe_layer_freq == 0; Mixtral, GPT-OSS, DBRX: every layer (their
+        deepseek = cfg.get("model_type") in ("deepseek_v2", "deepseek_v3")  # classes read neither key; hostile w30)
+        mask = tuple(not deepseek or (i >= first_dense and i % every == 0) for i in range(num_layers))
     if not any(mask):
         raise InputError("config.json: num_experts", experts, f"is set but no layer of {num_layers} would be MoE "
                          "(check first_k_dense_replace, decoder_sparse_step / moe_layer_freq, mlp_only_layers)")
