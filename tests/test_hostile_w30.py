@@ -394,11 +394,13 @@ def test_measure_reads_dynamic_rope_nested_by_layer_type(run_cli, tmp_path, rope
 # ---- 9. an MoE layer-placement key the type's class does not read ----------------------------------------------------
 
 
-@pytest.mark.parametrize("change", [{"first_k_dense_replace": 1}, {"moe_layer_freq": 2}])
+@pytest.mark.parametrize("change", [{"first_k_dense_replace": 1}, {"moe_layer_freq": 2}, {"decoder_sparse_step": 2},
+                                    {"mlp_only_layers": [0]}, {"decoder_sparse_step": 1, "mlp_only_layers": [0, 1]}])
 def test_a_mixtral_config_with_deepseek_s_dense_layers_is_read_as_transformers_builds_it(run_json, tmp_path, change):
     """Mixtral 8x7B's config.json with "first_k_dense_replace": 1 (DeepSeek's key) was read with its first layer dense,
     45,469,634,560 parameters, where MixtralConfig / MixtralDecoderLayer read neither key and build every layer's
-    experts (transformers 5.25.0: no first_k_dense_replace or moe_layer_freq in models/mixtral): 46,702,792,704, the
+    experts (transformers 5.25.0: no first_k_dense_replace, moe_layer_freq, decoder_sparse_step or mlp_only_layers in
+    models/mixtral); Qwen-MoE's decoder_sparse_step 2 was read as every other layer dense. 46,702,792,704, the
     published count (KerasHub preset mixtral_8_7b_en, the catalog entry's published_params), as without the key."""
     import json
 

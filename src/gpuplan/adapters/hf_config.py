@@ -207,7 +207,7 @@ def _moe(cfg: dict[str, Any], num_layers: int) -> tuple[MoESpec | None, tuple[bo
         moe = MoESpec(num_experts=experts, experts_per_token=top_k, expert_intermediate_size=width,
                       shared_intermediate_size=width)
         mask = tuple((i + 1) % every == 0 for i in range(num_layers))
-    elif "decoder_sparse_step" in cfg or cfg.get("model_type") in ("qwen2_moe", "qwen3_moe"):
+    elif cfg.get("model_type") in ("qwen2_moe", "qwen3_moe"):  # no other class reads their keys (hostile w30)
         # Qwen-MoE: outside mlp_only_layers and (i + 1) % step == 0 (modeling_qwen2_moe.py@5.25.0 L358-359)
         mask = tuple(i not in dense_only and (i + 1) % every == 0 for i in range(num_layers))
     else:  # DeepSeek: i >= first_k_dense_replace and i % moe_layer_freq == 0; Mixtral, GPT-OSS, DBRX: every layer (their
