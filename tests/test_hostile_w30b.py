@@ -14,6 +14,8 @@ and memory; plan --rank-by cost). About 290 cases; the defects found, each a tes
   parallelism (--ep > 1)' (a log's ep is 1), where train says the model is dense, which no --ep mends;
 * calibrate refused tp 3 on llama-3-8b (32 heads) or cp 3 at a 4,096 sequence, on 8 GPUs, as 'gpus: must be a multiple
   of tp x pp', where train names the degree the model rules out;
+* a Calibration object with a 401-digit integer (reference.options or a reference field) was quoted cut at 40
+  characters, a 40-digit number it is not;
 * plan --gpus 3000 --rank-by cost: the cost line (of the 2,944 GPUs used) did not say so, nor what the 3,000 ranked
   cost; its formula names both;
 * plan --rank-by cost without --gpus titled its table 'of every GPU given (those a layout leaves idle too)' where no
@@ -134,6 +136,27 @@ def test_a_null_for_an_option_calibrate_always_records_is_refused(run_cli, calib
     assert _line(run_cli(*job, "--calibration", path)) == (
         "error: calibration: reference.options: optimizer: got 'null'; calibrate records a value for it (given, else "
         "train's default 'adamw'); null is for an option with no default")
+
+
+@pytest.mark.parametrize("part, value", [("options", {"lora_rank": 10**400}), ("field", 10**400)],
+                         ids=["options", "gemm_dim"])
+def test_a_huge_integer_in_a_calibration_object_is_described_not_cut(calibration, part, value):
+    """A Calibration object built in Python (its integers unbounded, unlike a file's JSON, whose reader refuses
+    them first) with a 401-digit lora_rank or gemm_dim: the refusal quoted the value cut at 40 characters, 'not
+    1000000000000000000000000000000000000000', a number it is not; now 'an integer of about 401 digits' (errors.shown)."""
+    import dataclasses
+
+    from gpuplan.calibrate.model import calibration_from_dict
+
+    cal = calibration_from_dict(calibration, "cal.json")
+    ref = cal.reference
+    ref = (dataclasses.replace(ref, options=dict(ref.options, **value)) if part == "options" else
+           dataclasses.replace(ref, gemm_dim=value))
+    with pytest.raises(InputError) as api:
+        gpuplan.TrainingInputs(model="llama-3-8b", gpu="h100", gpus=8, tokens="1T",
+                               calibration=dataclasses.replace(cal, reference=ref))
+    assert str(api.value).startswith("calibration: got 'a Calibration object'; is incomplete or malformed (reference.")
+    assert "not an integer of about 401 digits)" in str(api.value)
 
 
 # ---- calibrate and train: one line for an expert option on a dense model -------------------------------------------

@@ -29,7 +29,7 @@ from dataclasses import MISSING, asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from gpuplan.errors import InputError
+from gpuplan.errors import InputError, shown
 
 SCHEMA_VERSION = 2
 READS = (1, 2)
@@ -205,7 +205,7 @@ def _check_options(options: dict) -> None:
         if not (all(isinstance(v, str) for v in value) if isinstance(value, list) else
                 value is None or isinstance(value, bool | str) or _of_kind(value, "float")):
             raise ValueError(f"reference.options.{key} must be null, true / false, a number, text or a list of text, "
-                             f"not {value!r:.40}")
+                             f"not {shown(value)}")
 
 
 def _check_vocabulary(reference: Reference) -> None:
@@ -333,7 +333,7 @@ def _build(cls, raw: Any, where: str = ""):
     for key, value in values.items():
         if not _of_kind(value, kinds[key]) or (key in POSITIVE_FIELDS and not value > 0):
             raise ValueError(f"{where}.{key} must be {KIND_WORDS.get(kinds[key], kinds[key])}"
-                             f"{' above 0' if key in POSITIVE_FIELDS else ''}, not {value!r:.40}")
+                             f"{' above 0' if key in POSITIVE_FIELDS else ''}, not {shown(value)}")
     return cls(**values)
 
 
