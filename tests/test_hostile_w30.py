@@ -436,3 +436,32 @@ def test_a_mixtral_config_with_deepseek_s_dense_layers_is_read_as_transformers_b
     path.write_text(json.dumps(config), encoding="utf-8")
     states = run_json("memory", str(path), "--gpus", "1")["results"]["model_states_total"]
     assert states == 18 * 46_702_792_704  # 18 B a parameter on one GPU (bf16 weights, fp32 grads, master, Adam)
+
+
+# ---- 10. a config.json giving both dtype and torch_dtype --------------------------------------------------------------
+
+
+def test_a_config_with_dtype_and_torch_dtype_is_read_by_dtype_as_transformers_does(run_json, tmp_path):
+    """transformers 5.25.0 reads torch_dtype only where dtype is None (configuration_utils.py L440-442); gpuplan read
+    torch_dtype first: Llama 3.2 1B with torch_dtype float32 beside dtype bfloat16 was served as fp32 weights, 4.94 GB
+    a GPU, where vLLM / transformers load bf16: 1,235,814,400 x 2 B = 2,471,628,800 B."""
+    import json
+
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(_llama_1b(torch_dtype="float32", dtype="bfloat16")), encoding="utf-8")
+    results = run_json("infer", "--model", str(path), "--gpu", "h100")["results"]
+    assert results["weights_per_gpu"] == 2 * 1_235_814_400
+
+
+@pytest.mark.parametrize("key", ["dtype", "torch_dtype"])
+def test_a_dtype_of_no_reading_is_refused_naming_the_key_written(run_cli, tmp_path, key):
+    """"dtype": "float64" (transformers 5's key) was refused as 'config.json: torch_dtype: got 'float64'', a key the
+    file does not have."""
+    import json
+
+    from helpers import field_refusal
+
+    config = {k: v for k, v in _llama_1b().items() if k != "torch_dtype"} | {key: "float64"}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config), encoding="utf-8")
+    field_refusal(run_cli("memory", str(path), "--gpus", "1"), f"config.json: {key}", "got 'float64'; one of bfloat16")

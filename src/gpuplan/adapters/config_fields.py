@@ -101,7 +101,8 @@ KNOWN_LAYER_TYPES = ("full_attention", "sliding_attention")
 """transformers' layer_types values gpuplan models (configuration_utils.ALLOWED_LAYER_TYPES holds
 more: chunked, linear and state-space layers, which it does not)."""
 DTYPES = ("bfloat16", "float16", "float32", "auto")
-"""torch_dtype / dtype values of a config.json (transformers writes the torch dtype's name)."""
+"""torch_dtype / dtype values of a config.json (transformers writes the torch dtype's name). Where both are given,
+transformers 5.25.0 reads dtype (configuration_utils.py L440-442: torch_dtype only where dtype is None), as here."""
 
 
 def list_refusal(field: str, values: Any, ok: Callable[[Any], bool], listed: str, entry: str) -> InputError | None:
@@ -166,9 +167,9 @@ def check_flags(cfg: dict[str, Any]) -> None:
         if value is not None and not all(isinstance(i, int) and not isinstance(i, bool) and (
                 not isinstance(vocab, int) or -vocab <= i < vocab) for i in ids):
             raise InputError(f"config.json: {key}", value, f"must be a token id below vocab_size ({vocab}) or null")
-    dtype = first(cfg, "torch_dtype", "dtype")
-    if dtype is not None and dtype not in DTYPES:
-        raise InputError("config.json: torch_dtype", dtype, f"one of {', '.join(DTYPES)}")
+    key = "dtype" if cfg.get("dtype") is not None else "torch_dtype"  # PretrainedConfig reads dtype first (w30)
+    if cfg.get(key) is not None and cfg[key] not in DTYPES:
+        raise InputError(f"config.json: {key}", cfg[key], f"one of {', '.join(DTYPES)}")
 
 
 def activation_clamp(cfg: dict[str, Any]) -> float | None:

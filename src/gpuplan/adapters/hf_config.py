@@ -366,7 +366,7 @@ def _model_spec(config: dict[str, Any], name: str, source: str, override: str | 
         norms_per_layer=norms_per_layer,
         parallel_residual=traits.parallel_residual or bool(cfg.get("use_parallel_residual")),
         sliding_window=window, layer_types=layer_types,
-        dtype=str(first(cfg, "torch_dtype", "dtype") or "bfloat16").replace("auto", "bfloat16"),
+        dtype=str(first(cfg, "dtype", "torch_dtype") or "bfloat16").replace("auto", "bfloat16"),  # dtype first, as HF
         # eager softmax in the scores' dtype: GPT-2; GPT-OSS (modeling_gpt_oss.py@5.25.0 L248, dtype=combined_logits.dtype)
         # MPT's torch attention: torch.softmax on the bf16 scores (llm-foundry layers/attention.py @34f47ade1 L91)
         # GPTBigCode's eager softmax is fp32 (modeling_gpt_bigcode.py@5.25.0 L107, dtype=torch.float32)
