@@ -18,6 +18,8 @@ and memory; plan --rank-by cost). About 290 cases; the defects found, each a tes
   characters, a 40-digit number it is not;
 * plan --gpus 3000 --rank-by cost: the cost line (of the 2,944 GPUs used) did not say so, nor what the 3,000 ranked
   cost; its formula names both;
+* plan --rank-by cost on a GPU with no published price (mi355x) answered exit 0, ranked by time under a 'ranked by
+  cost' title, every cost n/a;
 * plan --rank-by cost without --gpus titled its table 'of every GPU given (those a layout leaves idle too)' where no
   GPUs were given and none is charged idle (the default range, a --days deadline).
 """
@@ -25,7 +27,7 @@ and memory; plan --rank-by cost). About 290 cases; the defects found, each a tes
 import json
 
 import pytest
-from helpers import one_line_refusal
+from helpers import one_line_refusal, web_refusal
 
 import gpuplan
 from gpuplan import InputError
@@ -223,4 +225,22 @@ def test_the_cost_line_says_it_is_of_the_gpus_used_and_what_all_given_cost(run_j
     whole = round(results["best_cost"] * 3000 / 2944)
     assert line["formula"].endswith(f"; of the 2,944 used (all 3,000 given: ${whole:,}; --rank-by cost charges every "
                                     "GPU given)")
+
+
+@pytest.mark.parametrize("flags", [("--gpus", "64"), ()])
+def test_cost_ranking_without_a_price_is_refused_at_every_door(run_cli, client, flags):
+    """mi355x has no published price: --rank-by cost answered exit 0, ranked by time under a title saying 'ranked by
+    cost', every cost 'n/a'. Now one line naming rank_by at the CLI, the web API and the Python API; --price mends it."""
+    line = ("rank_by: got 'cost'; needs a price, and there is no published on-demand price for mi355x: give --price "
+            "(USD per GPU-hour), or rank by time or gpus")
+    ask = {"model": "llama-3.1-8b", "gpu": "mi355x", "tokens": "1T", "rank_by": "cost"} | (
+        {"gpus": 64} if flags else {})
+    cli = ("plan", "--model", "llama-3.1-8b", "--gpu", "mi355x", "--tokens", "1T", "--rank-by", "cost", *flags)
+    assert _line(run_cli(*cli)) == f"error: {line}"
+    assert web_refusal(client.post("/api/plan", json=ask), "rank_by") == line
+    with pytest.raises(InputError) as api:
+        gpuplan.plan_report(gpuplan.PlanInputs(**ask))
+    assert str(api.value) == line
+    code, out, _ = run_cli(*cli, "--price", "3", "--json")
+    assert code == 0 and json.loads(out)["results"]["best_cost"] > 0
 

@@ -19,6 +19,7 @@ from gpuplan.core.precision import check_recipe_runs_on
 from gpuplan.core.memory.device_memory import with_ep_dispatcher
 from gpuplan.core.comm.topology import cluster_for
 from gpuplan.core.units import SECONDS_PER_DAY, format_bytes, plural
+from gpuplan.errors import InputError
 from gpuplan.schema.precision_rules import check_dtype_runs_on
 from gpuplan.schema.shard_group import fixed_shard_group, searches_shard_groups  # --shard-group auto
 from gpuplan.schema.te_kernels import DEFAULT_FLEX_BACKEND
@@ -249,6 +250,9 @@ def search_on(inputs, ev: Evaluator, exhaustive: bool = False, progress=None) ->
     bracket the answer, each row's own days with failures, the deadline rule's order (jobs.plan.deadline).
     ``inputs``: PlanInputs, or any inputs with the budget's fields (BudgetInputs) and neither --rank-by nor
     --exhaustive (``exhaustive`` stands for it)."""
+    if getattr(inputs, "rank_by", None) == "cost" and price_of(inputs, ev.cluster.gpu.id)[0] is None:
+        raise InputError("rank_by", "cost", f"needs a price, and there is no published on-demand price for "
+                         f"{ev.cluster.gpu.id}: give --price (USD per GPU-hour), or rank by time or gpus")
     target = inputs.target_batch(inputs.seq_len)
     limits = space_limits(inputs)
     counts = deadline_counts(inputs, ev.cluster.gpus_per_node)
