@@ -465,3 +465,45 @@ def test_a_dtype_of_no_reading_is_refused_naming_the_key_written(run_cli, tmp_pa
     path = tmp_path / "config.json"
     path.write_text(json.dumps(config), encoding="utf-8")
     field_refusal(run_cli("memory", str(path), "--gpus", "1"), f"config.json: {key}", "got 'float64'; one of bfloat16")
+
+
+# ---- 11. a RoPE type Phi-3's config class refuses ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["dynamic", "linear", "llama3"])
+def test_a_phi3_rope_type_its_class_refuses_is_refused_at_every_door(run_cli, client, tmp_path, kind):
+    """Phi-3 mini with rope_scaling {rope_type: dynamic}: Phi3Config.validate_rope takes default or longrope alone
+    (configuration_phi3.py L121-122, transformers 5.25.0), so measure refused it naming no field ('config.json: got
+    "Class validation error ..."'), while memory and infer answered it."""
+    import json
+
+    from helpers import field_refusal, web_refusal
+
+    with open(os.path.join(os.path.dirname(LLAMA_1B), "phi-3-mini-4k.json"), encoding="utf-8") as handle:
+        config = json.load(handle)["config"]
+    config["rope_scaling"] = {"rope_type": kind, "factor": 2.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                              "original_max_position_embeddings": 4096}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config), encoding="utf-8")
+    line = (f"error: config.json: rope_scaling.rope_type: got '{kind}'; a phi3 config takes default or longrope (su "
+            "and yarn read as longrope): transformers 5.25.0 refuses any other (Phi3Config.validate_rope)\n")
+    for job in (("memory", str(path), "--gpus", "1"), ("infer", "--model", str(path)),
+                ("measure", "--model", str(path), "--seq-len", "32", "--micro-batch", "1")):
+        assert field_refusal(run_cli(*job), "config.json: rope_scaling.rope_type") == line, job
+    web = web_refusal(client.post("/api/memory", json={"config": config, "gpus": 1}),
+                      "config.json: rope_scaling.rope_type")
+    assert f"error: {web}\n" == line
+
+
+def test_phi3_s_own_rope_types_are_still_answered(run_json, tmp_path):
+    """Phi-3 mini with longrope (and su, which Phi3Config reads as longrope): 18 B a parameter on one GPU x the
+    published 3,821,079,552 (the catalog entry's published_params)."""
+    import json
+
+    with open(os.path.join(os.path.dirname(LLAMA_1B), "phi-3-mini-4k.json"), encoding="utf-8") as handle:
+        config = json.load(handle)["config"]
+    for kind in ("longrope", "su"):
+        config["rope_scaling"] = {"rope_type": kind, "short_factor": [1.0] * 48, "long_factor": [1.0] * 48}
+        path = tmp_path / f"{kind}.json"
+        path.write_text(json.dumps(config), encoding="utf-8")
+        assert run_json("memory", str(path), "--gpus", "1")["results"]["model_states_total"] == 18 * 3_821_079_552

@@ -172,6 +172,10 @@ def _check_part_rotated(cfg: dict[str, Any], model_type: str, mla: bool) -> None
     model transformers cannot run; hostile w30). Under default RoPE the class's own init ignores the share, as here."""
     key, settings = check_rope(cfg)
     kind = settings.get("rope_type", settings.get("type")) or "default"
+    if model_type == "phi3" and kind not in ("default", "longrope", "su", "yarn"):  # Phi3Config (configuration_phi3.py
+        # L98-100 reads su and yarn as longrope; validate_rope L121-122 refuses the rest: measure said so, memory not)
+        raise InputError(f"config.json: {key}.rope_type", kind, "a phi3 config takes default or longrope (su and yarn "
+                         "read as longrope): transformers 5.25.0 refuses any other (Phi3Config.validate_rope)")
     if mla or model_type in PART_ROTATED_TYPES or kind == "default":
         return
     for name, value in ((f"{key}.partial_rotary_factor", settings.get("partial_rotary_factor")),
