@@ -24,7 +24,9 @@ Found, each fixed where every door passes:
 (9) report --sections wrote its report with training fields no section asked reads left unchecked (zero: 7);
 (10) a partial_rotary_factor on a type that rotates each head whole, under a scaled rope_type (transformers fails);
 (11) model_validate_strings raised pydantic's ValidationError;
-(12) DeepSeek / Qwen-MoE layer-placement keys were read on Mixtral (a dense layer transformers does not build).
+(12) DeepSeek / Qwen-MoE layer-placement keys were read on Mixtral (a dense layer transformers does not build);
+(13) torch_dtype was read before dtype (transformers reads dtype first), and a bad dtype named torch_dtype;
+(14) a Phi-3 rope_type its config class refuses was answered by memory and infer.
 """
 
 from __future__ import annotations
