@@ -93,5 +93,5 @@ def test_help_says_what_it_does_under_deepspeed():
     from gpuplan.commands.reference import options_by_name
 
     uses = options_by_name()["--grad-all-reduce"]
-    assert {u.command for u in uses} == {"budget", "plan", "train"}
+    assert {u.command for u in uses} == {"budget", "calibrate", "plan", "train"}  # calibrate takes train's step options (5639bcd4)
     assert all("Under --framework deepspeed it changes no figure" in u.help for u in uses)
