@@ -174,6 +174,14 @@ def step_communication(spec: ModelSpec, cluster: Cluster, settings, *, dp, tp, p
     return tuple(costs)
 
 
+def with_data_parallel(costs, data_parallel) -> tuple[CollectiveCost, ...]:
+    """``costs`` (step_communication's) with its data-parallel entries replaced by ``data_parallel``
+    (data_parallel_costs' for another window), in their place (core.time.step: the MoE host stretch)."""
+    first = next((i for i, c in enumerate(costs) if c.parallelism == "DP"), len(costs))
+    rest = [c for c in costs if c.parallelism != "DP"]
+    return tuple(rest[:first] + list(data_parallel) + rest[first:])
+
+
 def _tp_seconds(cluster: Cluster, tp, buffer):
     """(the TP group's links, seconds(kind): one call's seconds of an NCCL collective on ``buffer`` bytes, each kind
     costed once, each distinct row once: core.row_groups, keyed by qkv_gather.tp_row_groups)."""

@@ -43,7 +43,8 @@ from gpuplan.core.time import megatron_grad_passes as MG, megatron_ops as MO, me
 from gpuplan.core.time import sequence_parallel as SP, titan_float8 as TF, titan_ops as TT
 from gpuplan.core.memory.recompute import ForwardRates, recompute_seconds_per_token
 from gpuplan.core.comm.embedding_tp import output_gemm_pass_seconds
-from gpuplan.core.comm.step_comm import by_parallelism, params_per_gpu, step_communication  # noqa: F401
+from gpuplan.core.comm.step_comm import (  # noqa: F401
+    by_parallelism, data_parallel_costs, params_per_gpu, step_communication, with_data_parallel)
 from gpuplan.core.time.efficiency import (  # noqa: F401  (re-exported: the kernel tables' old home)
     ATTENTION_EFFICIENCY, DEFAULT_MAMF_FRACTION, HOPPER_TUNED_ATTENTION_SPEEDUP, MAMF_FRACTION, _lookup,
     attention_efficiency, gemm_efficiency)
@@ -261,15 +262,12 @@ def step_time(spec: ModelSpec, cluster: Cluster, settings: StepSettings, *, dp=1
         cp=cp, stage_layers=paced_layers)
     bubble = t_mb * pipeline_bubble_fraction(pp, vpp, micro_batches)
     trained = trained_params_per_gpu(spec, settings, tp, pp, ep)  # full: the local parameters; LoRA: the adapters
-    def communication(window):  # the step's collectives, the data-parallel ones hidden behind ``window`` seconds
-        return step_communication(spec, cluster, settings, dp=dp, tp=tp, pp=pp, vpp=vpp, cp=cp, ep=ep, zero=zero,
-                                  micro_batch=micro_batch, micro_batches=micro_batches, shard_group=shard_group,
-                                  layers=layers + mtp_on_first, trained_params=trained, t_attn_mb=t_attn_mb,
-                                  t_bwd_gemm_mb=t_bwd_gemm_mb, compute=window, moe_phases=phases,
-                                  attention_forward_share=attention_forward_share(spec, cluster.gpu, settings, tp),
-                                  output_pass=output_pass)
-
-    costs = communication(compute)
+    costs = step_communication(spec, cluster, settings, dp=dp, tp=tp, pp=pp, vpp=vpp, cp=cp, ep=ep, zero=zero,
+                               micro_batch=micro_batch, micro_batches=micro_batches, shard_group=shard_group,
+                               layers=layers + mtp_on_first, trained_params=trained, t_attn_mb=t_attn_mb,
+                               t_bwd_gemm_mb=t_bwd_gemm_mb, compute=compute, moe_phases=phases,
+                               attention_forward_share=attention_forward_share(spec, cluster.gpu, settings, tp),
+                               output_pass=output_pass)
     routed_forward = (mb_tokens * routed_seconds_per_token(spec, cluster.gpu, settings, mb_tokens, tp, ep)
                       if settings.moe_launch == "eager" else 0.0)  # read only under eager launch (moe_host)
     t_host = stage_exposed_host_seconds(spec, settings, phases, ep, layers, costs, routed_forward=routed_forward)
@@ -278,8 +276,11 @@ def step_time(spec: ModelSpec, cluster: Cluster, settings: StepSettings, *, dp=1
         # reduce-scatters on NCCL's stream run through that stretch as through GPU work: their window is the stretched
         # compute (the exposure alone read the GPU's, so a longer GPU time was credited twice, once against the host
         # and once against the collectives: the step fell as compute grew, session 25 review R2 S1-2). t_host reads
-        # only the EP all-to-all's call time, which no window changes.
-        costs = communication(compute + micro_batches * t_host)
+        # only the EP all-to-all's call time, which no window changes; the data-parallel costs alone are timed again.
+        costs = with_data_parallel(costs, data_parallel_costs(
+            spec, cluster, settings, dp=dp, tp=tp, pp=pp, cp=cp, ep=ep, zero=zero, micro_batches=micro_batches,
+            shard_group=shard_group, layers=layers + mtp_on_first, trained_params=trained,
+            t_bwd_gemm_mb=t_bwd_gemm_mb, compute=compute + micro_batches * t_host, moe_phases=phases, vpp=vpp))
     compute, bubble = compute + micro_batches * t_host, bubble * (1 + t_host / t_mb)
     t_experts = stage_expert_kernel_seconds(spec, settings, ep, layers + mtp_on_first,  # core.time.moe_layer
                                             low_precision_recipe(settings.dtype, settings.fp8_recipe),
