@@ -230,6 +230,16 @@ def test_report_with_valid_unread_training_fields_still_writes(run_cli, tmp_path
     assert code == 0 and out.exists(), err
 
 
+def test_report_parses_unread_training_fields_without_estimating_them(run_cli, tmp_path):
+    """7d9a2399 ran the whole memory/budget/plan estimate to check fields no asked section reads, so a refusal of
+    that estimate (8 GPUs hold no layout of 405B parameters) killed an inference-only report: exit 2, where 267d1641
+    wrote it. The fields are parsed with the job's schema instead, not estimated."""
+    plan, out = tmp_path / "p405.yaml", tmp_path / "r.html"
+    plan.write_text("model: llama-3.1-405b\ngpu: h100\ngpus: 8\ntokens: 1T\n", encoding="utf-8")
+    code, stdout, err = run_cli("report", str(plan), "--no-plots", "--sections", "inference", "--out", str(out))
+    assert code == 0 and out.exists(), err
+
+
 # ---- 6. measure: dynamic NTK RoPE; a read-only property of the config class ------------------------------------------
 
 

@@ -114,8 +114,8 @@ def reports_for_plan(data: dict[str, Any], where: str, sections: str | tuple[str
     unread = set(data) - read - (serving_only | set(SHARED_WITH_INFERENCE) if "inference" in sections else set())
     for name in ("memory", "budget", "plan"):  # so are training fields no section asked reads (hostile w30:
         if name not in sections and unread & fields[name]:  # `--sections inference` wrote `zero: 7`, `days: -5`)
-            run(name)  # the cheapest section that reads them
-            unread -= fields[name]
+            JOBS[name].schema.parse(raw_for(name), where)  # parsed, not estimated: a layout no search fits or
+            unread -= fields[name]  # `rank_by: cost` must not cost or kill a report that does not show it
     return [run(name) for name in sections]
 
 
