@@ -243,18 +243,27 @@ def test_report_parses_unread_training_fields_without_estimating_them(run_cli, t
 # ---- 6. measure: dynamic NTK RoPE; a read-only property of the config class ------------------------------------------
 
 
-@pytest.mark.parametrize("factor", [2.0, 0.5])
-def test_measure_reads_dynamic_rope_as_the_plain_config(run_cli, tmp_path, factor):
+def _pythia_1b(**changes) -> dict:
+    import json
+
+    with open(LLAMA_1B.replace("llama-3.2-1b", "pythia-1b"), encoding="utf-8") as handle:
+        return json.load(handle)["config"] | changes
+
+
+@pytest.mark.parametrize("base, factor", [(_llama_1b, 2.0), (_llama_1b, 0.5), (_pythia_1b, 2.0)])
+def test_measure_reads_dynamic_rope_as_the_plain_config(run_cli, tmp_path, base, factor):
     """rope_scaling {rope_type: dynamic} ended `measure` in exit 70 ('internal error: DataDependentOutputException:
     aten._local_scalar_dense.default'): dynamic NTK RoPE asks each forward whether the sequence outgrew its cache, which
     a fake tensor cannot answer; memory and infer answered the same file. Below the model's positions the forward is
-    default RoPE's (adapters.config_fields.static_rope): the same peak as the config without rope_scaling."""
+    default RoPE's (adapters.config_fields.static_rope): the same peak as the config without rope_scaling. GPT-NeoX keeps
+    its rotary share (rotary_pct 0.25) in rope_parameters: 12a48ff8 dropped it, a full-width rotary (Pythia 1B at 2
+    layers: 3,067,659,888 B where the plain config measures 3,067,659,120 B)."""
     import json
 
     peaks = {}
-    for name, config in (("plain", _llama_1b(num_hidden_layers=2)),
-                         ("dynamic", _llama_1b(num_hidden_layers=2,
-                                               rope_scaling={"rope_type": "dynamic", "factor": factor}))):
+    for name, config in (("plain", base(num_hidden_layers=2)),
+                         ("dynamic", base(num_hidden_layers=2,
+                                          rope_scaling={"rope_type": "dynamic", "factor": factor}))):
         path = tmp_path / name / "config.json"
         path.parent.mkdir()
         path.write_text(json.dumps(config), encoding="utf-8")
