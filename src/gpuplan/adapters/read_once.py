@@ -24,28 +24,19 @@ def read_once(path: str | Path, kind: str, load: Callable[[], Any]) -> Any:
     refusal is raised, never kept. ``load`` reads the file itself, so its result is kept only where the file still
     holds the bytes hashed after it (a rewrite while it read was kept under the old bytes' key: review R2 N)."""
     import hashlib
-    import os
-    import stat
 
-    from gpuplan.adapters.files import MAX_BYTES
+    from gpuplan.adapters.files import MAX_BYTES, read_bytes
+    from gpuplan.errors import InputError
 
     def key_now():
-        # the name checked, then opened without waiting (O_NONBLOCK), the descriptor checked again and read at most to
-        # the cap + 1, as adapters.files.open_regular: a read of the name after its stat waited forever on a FIFO
-        # swapped in between, and read a file grown past the cap whole
-        file = Path(path)
-        st = file.stat()
-        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_BYTES[kind]:
+        # adapters.files.read_bytes: the name checked, opened without waiting (O_NONBLOCK), the descriptor checked
+        # again and read at most to the cap + 1 (a read of the name after its stat waited forever on a FIFO swapped in
+        # between, and read a file grown past the cap whole: hostile wave 30); what it refuses is load()'s to refuse
+        try:
+            data = read_bytes(path, kind, MAX_BYTES[kind])
+        except InputError:
             return None
-        flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
-        with os.fdopen(os.open(file, flags), "rb") as handle:
-            st = os.fstat(handle.fileno())
-            if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_BYTES[kind]:
-                return None
-            data = handle.read(MAX_BYTES[kind] + 1)
-        if len(data) > MAX_BYTES[kind]:  # grew past the cap since the fstat: the reader's refusal
-            return None
-        return kind, str(file.resolve()), hashlib.sha256(data).digest()
+        return kind, str(Path(path).resolve()), hashlib.sha256(data).digest()
 
     try:
         key = key_now()
