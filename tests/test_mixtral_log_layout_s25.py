@@ -23,7 +23,6 @@ from helpers import MIXTRAL_LOG
 from gpuplan.calibrate import predict as P
 from gpuplan.calibrate.fit import fit_calibration
 from gpuplan.calibrate.sources import LogContext, load_measurement
-from gpuplan.calibrate.train_step import train_step_settings
 from gpuplan.core.time import moe_host as MH
 from gpuplan.core.time.step import step_time
 
@@ -36,7 +35,7 @@ def _step(ctx):
     m = load_measurement(LOG, ctx)
     case = P.case_of(m)
     lay = case.layout
-    b = step_time(case.spec, P.cluster_of(case, 16), train_step_settings(m, case.spec, case.gpu), dp=lay.dp, tp=lay.tp,
+    b = step_time(case.spec, P.cluster_of(case, 16), case.step, dp=lay.dp, tp=lay.tp,
                   pp=lay.pp, vpp=lay.vpp, cp=lay.cp, ep=lay.ep, zero=lay.zero, micro_batch=lay.micro_batch,
                   micro_batches=lay.micro_batches_per_step)
     return m, case, b

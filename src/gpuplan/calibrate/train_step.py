@@ -82,12 +82,6 @@ def train_case(m, spec, gpu):
     return spec, layout, memory, step, (inputs.gpus_per_node, inputs.nic_gbit_per_gpu)
 
 
-def train_step_settings(m, spec, gpu):
-    """core.time.step.StepSettings train times the log's layout with, before calibration (train_case's)."""
-    return train_case(m, spec, gpu)[3]
-
-
-
 def check_recorded(options: dict) -> dict:
     """Each value of a calibration's reference.options as calibrate's own field for it takes it (train's declaration,
     calibrate.schema), refused naming it ('calibration: reference.options: attention_kernel: got 'flash9'; must be one
