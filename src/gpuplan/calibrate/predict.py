@@ -125,28 +125,27 @@ def case_of(measurement) -> Case:
                         seq_len=m.seq_len, kv_subsharding=rules_for(m.framework).kv_subsharding, framework=m.framework)
     if m.world_size % rest:
         raise InputError("gpus", m.world_size, f"must be a multiple of {named} = {rest} ({m.source})")
-    batch = m.global_batch if m.global_batch else m.micro_batch * m.dp
-    layout = ParallelLayout(dp=m.dp, tp=m.tp, pp=m.pp, ep=m.ep, zero=m.zero, micro_batch=m.micro_batch,
-                            global_batch=batch, **expert_layout_fields(_expert_framework(m)))
-    eager = m.framework == "hf"  # the trial's own step: transformers modules, torch.optim, op-level SAC
-    memory = M.MemorySettings(seq_len=m.seq_len, recipe=m.recipe, optimizer=m.optimizer,
-                              implementation=m.implementation, recompute=m.recompute,
-                              **({"framework": "hf", "finetune": m.finetune, "lora_rank": m.lora_rank,
-                                  "optimizer_impl": m.optimizer_impl,
-                                  "attention_kernel": "eager" if m.attention == "eager" else "flash"} if eager else {}))
-    gpu = accelerator_of(m)
+    gpu, node = accelerator_of(m), (None, None)
     if m.kind != "trial" and m.gpu:  # a log: train's model, layout and step for the same flags (calibrate.train_step)
         from gpuplan.calibrate.train_step import train_case
 
         spec, layout, memory, step, node = train_case(m, spec, gpu)
-        check_layout(spec, layout, seq_len=m.seq_len, framework=m.framework,
-                     kv_subsharding=rules_for(m.framework).kv_subsharding)
-        return Case(spec, layout, memory, step, gpu, node)
+    else:  # a trial's own step: transformers modules, torch.optim, op-level SAC where it ran eager
+        layout = ParallelLayout(dp=m.dp, tp=m.tp, pp=m.pp, ep=m.ep, zero=m.zero, micro_batch=m.micro_batch,
+                                global_batch=m.global_batch or m.micro_batch * m.dp,
+                                **expert_layout_fields(_expert_framework(m)))
+        eager = m.framework == "hf"
+        memory = M.MemorySettings(seq_len=m.seq_len, recipe=m.recipe, optimizer=m.optimizer,
+                                  implementation=m.implementation, recompute=m.recompute,
+                                  **({"framework": "hf", "finetune": m.finetune, "lora_rank": m.lora_rank,
+                                      "optimizer_impl": m.optimizer_impl,
+                                      "attention_kernel": "eager" if m.attention == "eager" else "flash"}
+                                     if eager else {}))
+        step = S.StepSettings(seq_len=m.seq_len, recompute=m.recompute, dtype=m.dtype, expert_tp=layout.etp,
+                              **eager_fields(m, spec))
     check_layout(spec, layout, seq_len=m.seq_len, framework=m.framework,
                  kv_subsharding=rules_for(m.framework).kv_subsharding)
-    step = S.StepSettings(seq_len=m.seq_len, recompute=m.recompute, dtype=m.dtype, expert_tp=layout.etp,
-                          **eager_fields(m, spec))
-    return Case(spec, layout, memory, step, gpu)
+    return Case(spec, layout, memory, step, gpu, node)
 
 
 def _expert_framework(m) -> str:
