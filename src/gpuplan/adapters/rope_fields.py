@@ -147,10 +147,13 @@ def check_even_rotary(cfg: dict[str, Any], model_type: str, head_dim: int) -> No
             or (model_type == "mpt" and not cfg.get("mpt_rope", True))):
         return
     mla = cfg.get("kv_lora_rank") is not None
-    share = 1.0 if mla else check_rope(cfg)[1].get("partial_rotary_factor") or cfg.get(
+    key, settings = check_rope(cfg)
+    share = 1.0 if mla else settings.get("partial_rotary_factor") or cfg.get(
         "partial_rotary_factor") or cfg.get("rotary_pct") or 1.0
     width = cfg.get("qk_rope_head_dim") if mla else head_dim
-    _check_part_rotated(cfg, model_type, mla)
+    kind = settings.get("rope_type", settings.get("type")) or "default"
+    _check_phi3_rope_type(key, kind, model_type)
+    _check_part_rotated(key, settings, kind, cfg, model_type, mla)
     if isinstance(width, int) and width > 4 and width % 2 and int(width * share) == width:
         heads = first(cfg, "num_attention_heads", "n_head", "num_heads")
         field, value = (("qk_rope_head_dim", width) if mla else ("head_dim", head_dim)
@@ -165,17 +168,22 @@ PART_ROTATED_TYPES = ("gpt_neox", "phi3")
 modeling_phi3.py apply_rotary_pos_emb: q_rot, q_pass, transformers 5.25.0); the others' rotate q whole."""
 
 
-def _check_part_rotated(cfg: dict[str, Any], model_type: str, mla: bool) -> None:
+def _check_phi3_rope_type(key: str, kind: str, model_type: str) -> None:
+    """A phi3 config's rope_type must be one Phi3Config takes (configuration_phi3.py L98-100 reads su and yarn as
+    longrope; validate_rope L121-122 refuses the rest, transformers 5.25.0): measure refused the others naming no field,
+    memory and infer answered them (hostile w30)."""
+    if model_type == "phi3" and kind not in ("default", "longrope", "su", "yarn"):
+        raise InputError(f"config.json: {key}.rope_type", kind, "a phi3 config takes default or longrope (su and yarn "
+                         "read as longrope): transformers 5.25.0 refuses any other (Phi3Config.validate_rope)")
+
+
+def _check_part_rotated(key: str, settings: dict[str, Any], kind: str, cfg: dict[str, Any], model_type: str,
+                        mla: bool) -> None:
     """A partial_rotary_factor below 1 under a scaled rope_type (linear, dynamic, yarn, longrope, llama3: their
     modeling_rope_utils init functions build frequencies for that share) on a type that rotates q whole: cos and sin
     narrower than the head, and the first forward fails (`measure` and `profile` exit 70; memory and infer answered a
-    model transformers cannot run; hostile w30). Under default RoPE the class's own init ignores the share, as here."""
-    key, settings = check_rope(cfg)
-    kind = settings.get("rope_type", settings.get("type")) or "default"
-    if model_type == "phi3" and kind not in ("default", "longrope", "su", "yarn"):  # Phi3Config (configuration_phi3.py
-        # L98-100 reads su and yarn as longrope; validate_rope L121-122 refuses the rest: measure said so, memory not)
-        raise InputError(f"config.json: {key}.rope_type", kind, "a phi3 config takes default or longrope (su and yarn "
-                         "read as longrope): transformers 5.25.0 refuses any other (Phi3Config.validate_rope)")
+    model transformers cannot run; hostile w30). Under default RoPE the class's own init ignores the share, as here.
+    ``key``, ``settings``: check_rope's; ``kind``: the rope_type."""
     if mla or model_type in PART_ROTATED_TYPES or kind == "default":
         return
     for name, value in ((f"{key}.partial_rotary_factor", settings.get("partial_rotary_factor")),
