@@ -203,3 +203,18 @@ def test_grad_dtype_moves_the_calibrated_peak_by_the_gradient_buffer(run_json, m
     fp32 = calibrated_peak(run_json, memory_log, tmp_path, MEMORY_CASES["megatron"])
     bf16 = calibrated_peak(run_json, memory_log, tmp_path, MEMORY_CASES["megatron grad-dtype bf16"])
     assert fp32 - bf16 == pytest.approx(2 * 4_015_263_744, rel=1e-9)
+
+
+@pytest.mark.parametrize("planned, told", [
+    ((), "calibration timed its log with --grad-dtype bf16, planned with --grad-dtype (not given)"),
+    (("--grad-dtype", "bf16"), None)])
+def test_memory_tells_a_calibration_timed_with_other_step_options(run_json, memory_log, tmp_path, planned, told):
+    """`memory --calibration` said nothing where the file was timed with other step options (train, plan and budget
+    do: jobs.calibration_notice), so a memory factor fitted against bf16 gradients was read at Megatron-Core's fp32
+    gradients (8,030,527,488 B more a GPU, the test above) without a word. Through the same notice now; silent where
+    the flags are the log's."""
+    out = tmp_path / "cal.json"
+    flags = MEMORY_CASES["megatron"]
+    run_json("calibrate", str(memory_log), *flags, "--grad-dtype", "bf16", "--out", str(out))
+    results = run_json("memory", *flags, *planned, "--calibration", str(out))["results"]
+    assert (told in results["calibration_warning"]) if told else results.get("calibration_warning") is None

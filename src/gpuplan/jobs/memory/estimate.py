@@ -33,6 +33,8 @@ from gpuplan.jobs.memory.assumptions import (
     recipe_of,
 )
 from gpuplan.jobs.memory.batch_note import batch_line, batch_note
+from gpuplan.jobs.calibration_notice import with_calibration_warning
+from gpuplan.jobs.memory.calibrated import calibrated
 from gpuplan.jobs.memory.schema import MemoryInputs
 from gpuplan.planner.framework_rules import optimizer_zero_stages, rules_for, sequence_split_runs
 from gpuplan.report.model import Line, Report, Section, Table
@@ -282,17 +284,7 @@ def estimate_memory(inputs: MemoryInputs) -> Report:
     check_dtype_runs_on(inputs, gpu)  # --dtype, --fp8-recipe mxfp8 on the part, as plan's search
     overheads = inputs.overheads_on(gpu, spec)
     layout = resolve_layout(spec, inputs)
-    calibration_sections: tuple[Section, ...] = ()
-    if inputs.calibration is not None:
-        from gpuplan.calibrate.apply import apply_to_overheads
-        from gpuplan.calibrate.report import calibrated_vs_default_lines
-        from gpuplan.calibrate.train_step import check_recorded
-
-        check_recorded(inputs.calibration.reference.options)  # its step options, as train and plan read them
-        settings = replace(settings, activation_scale=inputs.calibration.activation_memory.value)
-        overheads = apply_to_overheads(inputs.calibration, overheads)
-        calibration_sections = (Section("Calibration (measured factors replace the defaults)",
-                                        calibrated_vs_default_lines(inputs.calibration)),)
+    settings, overheads, calibration_sections = calibrated(inputs, settings, overheads)  # its factors, if given
     peak = M.peak_memory(spec, layout, settings)
     layout_text = (f"dp {layout.dp} x tp {layout.tp} x pp {layout.pp}" + (f" (vpp {layout.vpp})" if layout.vpp > 1 else "")
                    + f" x cp {layout.cp}, ep {layout.ep}, ZeRO-{layout.zero}, micro-batch {layout.micro_batch}"
@@ -333,13 +325,13 @@ def estimate_memory(inputs: MemoryInputs) -> Report:
              f"{settings.finetune} (rank {settings.lora_rank})"),
     )
     headline = MEMORY_HEADLINE + tuple(line.key for line in advice)
-    return in_device_words(Report("memory", f"Training memory: {spec.name} on {gpu.name}", report_inputs,
+    return in_device_words(with_calibration_warning(Report("memory", f"Training memory: {spec.name} on {gpu.name}", report_inputs,
                   memory_assumptions(settings, overheads, spec.model_type, gpu, "framework" in inputs.given) + recipe_fact_assumptions(settings, inputs.given)
                   + compile_memory_assumption(inputs) + shard_group_assumption(inputs, layout), tuple(sections), _notes(spec, settings) + batch_note(inputs, spec, layout, settings, peak.allocated) + X.compared_note(
                       settings.framework, "framework" in inputs.given, gpu, parts[1:]), (table,),
                   headline=headline, key_assumptions=("recompute", "margin") if rules_for(settings.framework).fixed_options
                   else ("recipe", "implementation", "margin"),  # llm.c: no recipe / implementation to choose
-                  summary_table=table.title), gpu)  # a TPU's answer in chips (tpu_rules.device_noun)
+                  summary_table=table.title), inputs, gpu.id, layout), gpu)  # a TPU's answer in chips (tpu_rules.device_noun)
 
 
 # The answer-first view of `gpuplan memory`: the layout, the states per parameter, the peak by its
