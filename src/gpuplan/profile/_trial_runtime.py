@@ -150,25 +150,20 @@ def _best_seconds(fn, budget: float) -> float:
 
 def build_model(rt: Runtime, transformers, hf_config: dict, attention: str, param_dtype, recompute: str, seed: int):
     """Random-init causal LM from the config (no weights downloaded), on the trial's device."""
-    from gpuplan.profile.measure import _build_config
+    from gpuplan.profile.measure import _build_config, causal_lm
 
     torch = rt.torch
     _, text_cfg, _ = _build_config(transformers, hf_config, None)
     torch.manual_seed(seed)  # identical weights on every rank
-    from gpuplan.adapters.config_fields import transformers_quiet
-
     try:
-        with torch.device(rt.device), transformers_quiet(transformers):  # its lines on values: gpuplan's one line
-            model = transformers.AutoModelForCausalLM.from_config(text_cfg, attn_implementation=attention,
-                                                                  dtype=param_dtype)
+        with torch.device(rt.device):
+            model = causal_lm(transformers, text_cfg, attention, param_dtype)
     except ValueError as exc:
         if "attn" in str(exc) or "attention" in str(exc):
             from gpuplan.adapters.config_fields import kernel_refusal
 
             raise kernel_refusal(attention, exc) from exc
         raise InputError("model", hf_config.get("model_type"), f"a model type with a causal-LM class ({exc})") from exc
-    # the loss loss_function falls back to for a class it cannot name (GPT2LMHeadModel), without its line on stderr
-    model.loss_type = model.loss_type or "ForCausalLM"
     model.train()
     if recompute == "full":  # HF gradient checkpointing of every decoder layer, non-reentrant
         if hasattr(model, "activation_checkpointing_enable"):

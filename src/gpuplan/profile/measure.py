@@ -128,6 +128,15 @@ def _import_backends():
 # model construction helpers
 
 
+def causal_lm(transformers, text_cfg, attention: str, dtype):
+    """A random-init causal LM of ``text_cfg`` (measure's and the trial's), transformers' lines silenced and the loss
+    its loss_function falls back to for a class it cannot name (GPT-2) set without its stderr line."""
+    with transformers_quiet(transformers):
+        model = transformers.AutoModelForCausalLM.from_config(text_cfg, attn_implementation=attention, dtype=dtype)
+    model.loss_type = model.loss_type or "ForCausalLM"
+    return model
+
+
 def _build_config(transformers, hf_config: Mapping, num_layers: int | None):
     from transformers.models.auto.configuration_auto import CONFIG_MAPPING
 
@@ -274,24 +283,20 @@ def _measure(
         if fsdp:  # the device mesh is built from a real tensor: before FakeTensorMode
             mesh = enter_fake_process_group(stack, world_size, _patch_sharding_fake_mode)
 
-        # Trap 6: device stays "cpu"; fake "cuda" aborts the process on a CPU build of torch.
-        stack.enter_context(FakeTensorMode())
+        stack.enter_context(FakeTensorMode())  # Trap 6: device stays "cpu"; fake "cuda" aborts a CPU build of torch
 
         torch.set_default_dtype(param_dtype)
         try:
-            with transformers_quiet(transformers):  # Multimodal configs (e.g. Gemma 3 4B+): the language model only
-                model = transformers.AutoModelForCausalLM.from_config(
-                    text_cfg, attn_implementation=attention, dtype=param_dtype)
+            model = causal_lm(transformers, text_cfg, attention, param_dtype)  # multimodal: the language model only
         except ValueError as exc:
             if "attention implementation" in str(exc) or "attn_implementation" in str(exc):
                 raise kernel_refusal(attention, exc, "attention") from exc
             if "Unrecognized configuration class" in str(exc):
-                raise InputError("hf_config.model_type", hf_config["model_type"],
-                                 "a model type with a causal-LM class in transformers") from exc
+                raise InputError("hf_config.model_type", hf_config["model_type"], "a model type with a causal-LM "
+                                 "class in transformers") from exc
             raise
         finally:
             torch.set_default_dtype(old_default_dtype)
-        model.loss_type = model.loss_type or "ForCausalLM"  # loss_function's fallback, not its stderr line (GPT-2)
         model.train()
         if recompute == "full":
             if hasattr(model, "activation_checkpointing_enable"):
