@@ -271,6 +271,7 @@ def step_time(spec: ModelSpec, cluster: Cluster, settings: StepSettings, *, dp=1
     routed_forward = (mb_tokens * routed_seconds_per_token(spec, cluster.gpu, settings, mb_tokens, tp, ep)
                       if settings.moe_launch == "eager" else 0.0)  # read only under eager launch (moe_host)
     t_host = stage_exposed_host_seconds(spec, settings, phases, ep, layers, costs, routed_forward=routed_forward)
+    stretched = compute + micro_batches * t_host
     if np.any(np.asarray(t_host) > 0):
         # A host-bound MoE layer stretches the layer's wall time to the host's, and the data-parallel gathers and
         # reduce-scatters on NCCL's stream run through that stretch as through GPU work: their window is the stretched
@@ -280,8 +281,8 @@ def step_time(spec: ModelSpec, cluster: Cluster, settings: StepSettings, *, dp=1
         costs = with_data_parallel(costs, data_parallel_costs(
             spec, cluster, settings, dp=dp, tp=tp, pp=pp, cp=cp, ep=ep, zero=zero, micro_batches=micro_batches,
             shard_group=shard_group, layers=layers + mtp_on_first, trained_params=trained,
-            t_bwd_gemm_mb=t_bwd_gemm_mb, compute=compute + micro_batches * t_host, moe_phases=phases, vpp=vpp))
-    compute, bubble = compute + micro_batches * t_host, bubble * (1 + t_host / t_mb)
+            t_bwd_gemm_mb=t_bwd_gemm_mb, compute=stretched, moe_phases=phases, vpp=vpp))
+    compute, bubble = stretched, bubble * (1 + t_host / t_mb)
     t_experts = stage_expert_kernel_seconds(spec, settings, ep, layers + mtp_on_first,  # core.time.moe_layer
                                             low_precision_recipe(settings.dtype, settings.fp8_recipe),
                                             mb_tokens / tp, cluster.gpu.memory_bandwidth)

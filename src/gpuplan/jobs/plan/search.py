@@ -250,7 +250,8 @@ def search_on(inputs, ev: Evaluator, exhaustive: bool = False, progress=None) ->
     bracket the answer, each row's own days with failures, the deadline rule's order (jobs.plan.deadline).
     ``inputs``: PlanInputs, or any inputs with the budget's fields (BudgetInputs) and neither --rank-by nor
     --exhaustive (``exhaustive`` stands for it)."""
-    if getattr(inputs, "rank_by", None) == "cost" and price_of(inputs, ev.cluster.gpu.id)[0] is None:
+    price, price_source = price_of(inputs, ev.cluster.gpu.id)
+    if getattr(inputs, "rank_by", None) == "cost" and price is None:
         raise InputError("rank_by", "cost", f"needs a price, and there is no published on-demand price for "
                          f"{ev.cluster.gpu.id}: give --price (USD per GPU-hour), or rank by time or gpus")
     target = inputs.target_batch(inputs.seq_len)
@@ -287,7 +288,6 @@ def search_on(inputs, ev: Evaluator, exhaustive: bool = False, progress=None) ->
                              f"{ev.overheads.margin:.0%} margin{gap} on {plural(max(counts), 'GPU')} (at best "
                              f"{table['total_bytes'][best] / 2**30:,.1f} GiB a GPU)",
                              sequence_split_note(ev.spec, max(counts), ev.memory.seq_len, max_tp(ev), limits))
-    price, price_source = price_of(inputs, ev.cluster.gpu.id)
     if given:  # ranking by cost pays for the GPUs given a row leaves idle (planner.idle_rule.idle_charged)
         fitting.columns["charged_gpus"] = fitting["gpus_asked"]
     fitting = _with_days(inputs, ev, fitting, price)
