@@ -91,6 +91,22 @@ def _llama_1b(**changes) -> dict:
         return json.load(handle)["config"] | changes
 
 
+def _refused_at_every_config_door(run_cli, client, tmp_path, config: dict, field: str, line: str) -> None:
+    """``config`` written as a config.json is refused with ``line`` (naming ``field``) by memory, infer and measure,
+    and as a pasted config by the web API's memory route."""
+    import json
+
+    from helpers import field_refusal, web_refusal
+
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config), encoding="utf-8")
+    for job in (("memory", str(path), "--gpus", "1"), ("infer", "--model", str(path)),
+                ("measure", "--model", str(path), "--seq-len", "32", "--micro-batch", "1")):
+        assert field_refusal(run_cli(*job), field) == line, job
+    web = web_refusal(client.post("/api/memory", json={"config": config, "gpus": 1}), field)
+    assert f"error: {web}\n" == line
+
+
 @pytest.mark.parametrize("architecture, head", [
     ("LlamaForSequenceClassification", "a sequence-classification head"),
     ("LlamaForTokenClassification", "a token-classification head"),
@@ -99,20 +115,10 @@ def test_a_task_head_config_is_refused_at_every_door(run_cli, client, tmp_path, 
     """Llama 3.2 1B's config with architectures ["LlamaForSequenceClassification"] (a `score` head of num_labels on the
     last token) was answered by memory, infer and measure, exit 0, as LlamaForCausalLM (a 128,256-wide LM head and a
     loss over every token; measure built AutoModelForCausalLM from it): another model than the config's."""
-    import json
-
-    from helpers import field_refusal, web_refusal
-
-    config = _llama_1b(architectures=[architecture])
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps(config), encoding="utf-8")
     line = (f"error: config.json: architectures: got '{architecture}'; is {head}; gpuplan models language models "
             'with their LM head: give a causal-LM config (e.g. ["LlamaForCausalLM"])\n')
-    for job in (("memory", str(path), "--gpus", "1"), ("infer", "--model", str(path)),
-                ("measure", "--model", str(path), "--seq-len", "32", "--micro-batch", "1")):
-        assert field_refusal(run_cli(*job), "config.json: architectures") == line, job
-    web = web_refusal(client.post("/api/memory", json={"config": config, "gpus": 1}), "config.json: architectures")
-    assert f"error: {web}\n" == line
+    _refused_at_every_config_door(run_cli, client, tmp_path, _llama_1b(architectures=[architecture]),
+                                  "config.json: architectures", line)
 
 
 def test_a_causal_lm_listed_beside_a_task_head_is_still_answered(run_json, tmp_path):
@@ -329,21 +335,10 @@ def test_a_partial_rotary_share_a_whole_head_type_cannot_run_is_refused_at_every
     by cos (modeling_llama.py L146-148), and every scaled rope_type's init builds cos for half the head, so its first
     forward fails ('The size of tensor a (64) must match the size of tensor b (32)'; measure and profile exit 70),
     while memory and infer answered. Checked against transformers 5.25.0 building and stepping the model."""
-    import json
-
-    from helpers import field_refusal, web_refusal
-
-    config = _llama_1b(**change)
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps(config), encoding="utf-8")
     line = (f"error: config.json: {field}: got 0.5; a llama model rotates each head whole, and rope_type {kind} builds "
             "frequencies for 0.5 of it: transformers 5.25.0 fails its first forward (GPT-NeoX and Phi-3 rotate a "
             "share); give 1 or leave it out\n")
-    for job in (("memory", str(path), "--gpus", "1"), ("infer", "--model", str(path)),
-                ("measure", "--model", str(path), "--seq-len", "32", "--micro-batch", "1")):
-        assert field_refusal(run_cli(*job), f"config.json: {field}") == line, job
-    web = web_refusal(client.post("/api/memory", json={"config": config, "gpus": 1}), f"config.json: {field}")
-    assert f"error: {web}\n" == line
+    _refused_at_every_config_door(run_cli, client, tmp_path, _llama_1b(**change), f"config.json: {field}", line)
 
 
 def test_a_partial_share_under_default_rope_or_on_gpt_neox_is_still_answered(run_json, tmp_path):
@@ -498,22 +493,13 @@ def test_a_phi3_rope_type_its_class_refuses_is_refused_at_every_door(run_cli, cl
     "Class validation error ..."'), while memory and infer answered it."""
     import json
 
-    from helpers import field_refusal, web_refusal
-
     with open(os.path.join(os.path.dirname(LLAMA_1B), "phi-3-mini-4k.json"), encoding="utf-8") as handle:
         config = json.load(handle)["config"]
     config["rope_scaling"] = {"rope_type": kind, "factor": 2.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
                               "original_max_position_embeddings": 4096}
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps(config), encoding="utf-8")
     line = (f"error: config.json: rope_scaling.rope_type: got '{kind}'; a phi3 config takes default or longrope (su "
             "and yarn read as longrope): transformers 5.25.0 refuses any other (Phi3Config.validate_rope)\n")
-    for job in (("memory", str(path), "--gpus", "1"), ("infer", "--model", str(path)),
-                ("measure", "--model", str(path), "--seq-len", "32", "--micro-batch", "1")):
-        assert field_refusal(run_cli(*job), "config.json: rope_scaling.rope_type") == line, job
-    web = web_refusal(client.post("/api/memory", json={"config": config, "gpus": 1}),
-                      "config.json: rope_scaling.rope_type")
-    assert f"error: {web}\n" == line
+    _refused_at_every_config_door(run_cli, client, tmp_path, config, "config.json: rope_scaling.rope_type", line)
 
 
 def test_phi3_s_own_rope_types_are_still_answered(run_json, tmp_path):
