@@ -118,6 +118,15 @@ def run_json(run_cli):
 
 
 @pytest.fixture(scope="module")
+def one_second_log(tmp_path_factory):
+    """A training log of five 1.0 s steps (calibrate skips the first): the calibration round trips' measurement, so a
+    calibrated `train --mfu predicted` with the log's flags answers 1.0 s."""
+    path = tmp_path_factory.mktemp("one_second_log") / "steps.csv"
+    path.write_text("step,step_time_s\n1,1.0\n2,1.0\n3,1.0\n4,1.0\n5,1.0\n")
+    return path
+
+
+@pytest.fixture(scope="module")
 def client():
     """A FastAPI test client of the web app (gpuplan.web.app.create_app), one per test module; a module that needs
     other settings (raise_server_exceptions=False, a calibration folder) defines its own ``client``."""

@@ -12,7 +12,6 @@ the layouts below: generic bf16 0.996 s, generic fp8 (recompute full) 1.002 s, m
 
 import pytest
 
-LOG = "step,step_time_s\n1,1.0\n2,1.0\n3,1.0\n4,1.0\n5,1.0\n"
 DENSE = ("--model", "llama-3-8b", "--gpu", "h100", "--gpus", "8", "--tp", "1", "--pp", "1", "--seq-len", "8192",
          "--zero", "3", "--micro-batch", "1", "--global-batch", "8")
 MOE = ("--model", "qwen3-30b-a3b", "--gpu", "h100", "--gpus", "16", "--tp", "1", "--pp", "1", "--ep", "8",
@@ -34,10 +33,8 @@ TRAIN_ONLY = ("--tokens", "1T", "--mfu", "predicted", "--cp", "1", "--vpp", "1")
 
 
 @pytest.fixture(scope="module")
-def log(tmp_path_factory):
-    path = tmp_path_factory.mktemp("round_trip") / "steps.csv"
-    path.write_text(LOG)
-    return path
+def log(one_second_log):
+    return one_second_log  # conftest: five 1.0 s steps
 
 
 @pytest.mark.parametrize("name", list(CASES))

@@ -21,7 +21,6 @@ import json
 
 import pytest
 
-LOG = "step,step_time_s\n1,1.0\n2,1.0\n3,1.0\n4,1.0\n5,1.0\n"
 MEGATRON = ("--framework", "megatron", "--recompute", "none", "--micro-batch", "1")
 DENSE = ("--model", "llama-3-8b", "--gpu", "h100", "--gpus", "8", "--tp", "1", "--pp", "1", "--seq-len", "8192",
          "--zero", "3", "--global-batch", "8") + MEGATRON
@@ -59,10 +58,8 @@ def train_flags(flags: tuple[str, ...]) -> tuple[str, ...]:
 
 
 @pytest.fixture(scope="module")
-def log(tmp_path_factory):
-    path = tmp_path_factory.mktemp("step_options") / "steps.csv"
-    path.write_text(LOG)
-    return path
+def log(one_second_log):
+    return one_second_log  # conftest: five 1.0 s steps
 
 
 @pytest.mark.parametrize("name", list(CASES))

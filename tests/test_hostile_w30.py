@@ -162,6 +162,21 @@ def _measured(run_cli, path) -> tuple[int, str, str]:
     return run_cli("measure", str(path), "--seq-len", "64", "--micro-batch", "1", "--json")
 
 
+def _measured_peaks(run_cli, tmp_path, *configs: dict) -> list[int]:
+    """`measure`'s peak for each config.json (each answered, nothing on stderr), in order."""
+    import json
+
+    peaks = []
+    for n, config in enumerate(configs):
+        path = tmp_path / f"config_{n}" / "config.json"
+        path.parent.mkdir()
+        path.write_text(json.dumps(config), encoding="utf-8")
+        code, out, err = _measured(run_cli, path)
+        assert code == 0 and err == "", (code, err[-300:])
+        peaks.append(json.loads(out)["results"]["measured_peak"])
+    return peaks
+
+
 @pytest.mark.parametrize("key, value", [("return_dict", False), ("output_hidden_states", True),
                                         ("output_attentions", True)])
 def test_measure_reads_a_config_that_asks_forward_for_other_outputs(run_cli, tmp_path, key, value):
@@ -169,18 +184,9 @@ def test_measure_reads_a_config_that_asks_forward_for_other_outputs(run_cli, tmp
     'tuple' object has no attribute 'last_hidden_state'"; `profile` reads `.loss` the same way); output_hidden_states:
     true was answered with a transformers line on stderr ('The following generation flags are not valid ...'). These
     switch what forward returns, not the model: measured as the same config without them (a relation, not a pin)."""
-    import json
-
-    measured = {}
-    for name, config in (("plain", _llama_1b(num_hidden_layers=2)),
-                         (key, _llama_1b(num_hidden_layers=2, **{key: value}))):
-        path = tmp_path / name / "config.json"
-        path.parent.mkdir()
-        path.write_text(json.dumps(config), encoding="utf-8")
-        code, out, err = _measured(run_cli, path)
-        assert code == 0 and err == "", (code, err[-300:])
-        measured[name] = json.loads(out)["results"]["measured_peak"]
-    assert measured[key] == measured["plain"] > 0
+    plain, asked = _measured_peaks(run_cli, tmp_path, _llama_1b(num_hidden_layers=2),
+                                   _llama_1b(num_hidden_layers=2, **{key: value}))
+    assert asked == plain > 0
 
 
 @pytest.mark.skipif(not hasattr(signal, "SIGALRM"), reason="needs SIGALRM")
@@ -264,19 +270,9 @@ def test_measure_reads_dynamic_rope_as_the_plain_config(run_cli, tmp_path, base,
     default RoPE's (adapters.config_fields.static_rope): the same peak as the config without rope_scaling. GPT-NeoX keeps
     its rotary share (rotary_pct 0.25) in rope_parameters: 12a48ff8 dropped it, a full-width rotary (Pythia 1B at 2
     layers: 3,067,659,888 B where the plain config measures 3,067,659,120 B)."""
-    import json
-
-    peaks = {}
-    for name, config in (("plain", base(num_hidden_layers=2)),
-                         ("dynamic", base(num_hidden_layers=2,
-                                          rope_scaling={"rope_type": "dynamic", "factor": factor}))):
-        path = tmp_path / name / "config.json"
-        path.parent.mkdir()
-        path.write_text(json.dumps(config), encoding="utf-8")
-        code, out, err = _measured(run_cli, path)
-        assert code == 0 and err == "", (code, err[-300:])
-        peaks[name] = json.loads(out)["results"]["measured_peak"]
-    assert peaks["dynamic"] == peaks["plain"] > 0
+    plain, dynamic = _measured_peaks(run_cli, tmp_path, base(num_hidden_layers=2), base(
+        num_hidden_layers=2, rope_scaling={"rope_type": "dynamic", "factor": factor}))
+    assert dynamic == plain > 0
 
 
 def test_measure_names_a_read_only_config_property_in_one_line(run_cli, tmp_path):
@@ -421,16 +417,9 @@ def test_measure_reads_dynamic_rope_nested_by_layer_type(run_cli, tmp_path, rope
     with open(os.path.join(os.path.dirname(LLAMA_1B), "gemma-3-1b.json"), encoding="utf-8") as handle:
         base = json.load(handle)["config"] | {"num_hidden_layers": 2}
     base["layer_types"] = base.get("layer_types", ["sliding_attention", "full_attention"])[:2]
-    peaks = {}
-    for name, config in (("plain", base), ("dynamic", {k: v for k, v in base.items() if k != "rope_scaling"}
-                                                      | {"rope_parameters": rope})):
-        path = tmp_path / name / "config.json"
-        path.parent.mkdir()
-        path.write_text(json.dumps(config), encoding="utf-8")
-        code, out, err = _measured(run_cli, path)
-        assert code == 0 and err == "", (code, err[-300:])
-        peaks[name] = json.loads(out)["results"]["measured_peak"]
-    assert peaks["dynamic"] == peaks["plain"] > 0
+    plain, dynamic = _measured_peaks(run_cli, tmp_path, base, {k: v for k, v in base.items() if k != "rope_scaling"}
+                                     | {"rope_parameters": rope})
+    assert dynamic == plain > 0
 
 
 # ---- 9. an MoE layer-placement key the type's class does not read ----------------------------------------------------
